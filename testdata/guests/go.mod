@@ -1,0 +1,3 @@
+module subakoguests
+
+go 1.26
