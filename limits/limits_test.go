@@ -1,0 +1,192 @@
+package limits
+
+import (
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestDefaultMatchesHostContract(t *testing.T) {
+	d := Default()
+	if err := d.Validate(); err != nil {
+		t.Fatalf("defaults do not validate: %v", err)
+	}
+	checks := []struct {
+		name      string
+		got, want int64
+	}{
+		{"module size", d.ModuleSize, 64 << 20},
+		{"memory", d.Memory, 256 << 20},
+		{"discovery timeout", int64(d.DiscoveryTimeout), int64(10 * time.Second)},
+		{"call timeout", int64(d.CallTimeout), int64(60 * time.Second)},
+		{"exit timeout", int64(d.ExitTimeout), int64(time.Second)},
+		{"write budget", d.WriteBudget, 1 << 30},
+		{"stdout line", d.StdoutLine, 16 << 20},
+		{"stdout total", d.StdoutTotal, 64 << 20},
+		{"stderr tail", int64(d.StderrTail), 4096},
+		{"http request", d.HTTPRequest, 8 << 20},
+		{"http inline", d.HTTPInline, 256 << 10},
+		{"redirects", int64(d.HTTPRedirects), 10},
+		{"pages", int64(d.MaxPages), 16},
+		{"tools", int64(d.MaxTools), 1024},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s = %d, want %d", c.name, c.got, c.want)
+		}
+	}
+	if d.MemoryPages() != 4096 {
+		t.Errorf("MemoryPages = %d, want 4096", d.MemoryPages())
+	}
+}
+
+func TestValidateRefusesUnworkableLimits(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(*Limits)
+		want   string
+	}{
+		{"zero memory", func(l *Limits) { l.Memory = 0 }, "memory"},
+		{"memory below a page", func(l *Limits) { l.Memory = 1000 }, "page"},
+		{"memory above 4GiB", func(l *Limits) { l.Memory = 5 * GiB }, "4 GiB"},
+		{"negative timeout", func(l *Limits) { l.CallTimeout = -time.Second }, "call timeout"},
+		{"zero write budget", func(l *Limits) { l.WriteBudget = 0 }, "write budget"},
+		{"negative redirects", func(l *Limits) { l.HTTPRedirects = -1 }, "redirects"},
+		{"zero pages", func(l *Limits) { l.MaxPages = 0 }, "pages"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := Default()
+			tt.mutate(&l)
+			err := l.Validate()
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Validate() = %v, want an error mentioning %q", err, tt.want)
+			}
+		})
+	}
+	l := Default()
+	l.Fuel = 0
+	if err := l.Validate(); err != nil {
+		t.Errorf("fuel 0 (unlimited) must validate: %v", err)
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	tests := []struct {
+		in   string
+		want int64
+		err  bool
+	}{
+		{"256MiB", 256 << 20, false},
+		{"256 MiB", 256 << 20, false},
+		{"64kib", 64 << 10, false},
+		{"1g", 1 << 30, false},
+		{"1GB", 1e9, false},
+		{"4096", 4096, false},
+		{"10B", 10, false},
+		{"1.5GiB", 3 << 29, false},
+		{"0", 0, false},
+		{"", 0, true},
+		{"MiB", 0, true},
+		{"12 parsecs", 0, true},
+		{"-1MiB", 0, true},
+		{"1..5MiB", 0, true},
+		{"99999999999999999999", 0, true},
+		{"9000000000TiB", 0, true},
+		{"1e3", 0, true},
+	}
+	for _, tt := range tests {
+		got, err := ParseSize(tt.in)
+		if (err != nil) != tt.err || got != tt.want {
+			t.Errorf("ParseSize(%q) = %d, %v; want %d, error %v", tt.in, got, err, tt.want, tt.err)
+		}
+	}
+}
+
+func TestFormatSizeRoundTrips(t *testing.T) {
+	for _, n := range []int64{0, 1, 1000, KiB, 256 * MiB, GiB, 3 * GiB, 1536 * KiB, 5 * 1024 * GiB} {
+		s := FormatSize(n)
+		back, err := ParseSize(s)
+		if err != nil || back != n {
+			t.Errorf("FormatSize(%d) = %q, which parses back to %d, %v", n, s, back, err)
+		}
+	}
+	if got := FormatSize(256 * MiB); got != "256MiB" {
+		t.Errorf("FormatSize(256MiB) = %q", got)
+	}
+}
+
+func TestParseDuration(t *testing.T) {
+	tests := []struct {
+		in   string
+		want time.Duration
+		err  bool
+	}{
+		{"30s", 30 * time.Second, false},
+		{"1m30s", 90 * time.Second, false},
+		{"250ms", 250 * time.Millisecond, false},
+		{"30", 30 * time.Second, false},
+		{"0.5", 500 * time.Millisecond, false},
+		{"0", 0, false},
+		{"-1s", 0, true},
+		{"-3", 0, true},
+		{"", 0, true},
+		{"soon", 0, true},
+		{"NaN", 0, true},
+		{"1e300", 0, true},
+	}
+	for _, tt := range tests {
+		got, err := ParseDuration(tt.in)
+		if (err != nil) != tt.err || got != tt.want {
+			t.Errorf("ParseDuration(%q) = %v, %v; want %v, error %v", tt.in, got, err, tt.want, tt.err)
+		}
+	}
+}
+
+func TestWriteBudgetIsAllOrNothing(t *testing.T) {
+	b := NewWriteBudget(100)
+	if !b.Reserve(60) {
+		t.Fatal("60 of 100 refused")
+	}
+	if b.Reserve(41) {
+		t.Fatal("41 more accepted past the limit")
+	}
+	if b.Used() != 60 {
+		t.Fatalf("a refused reservation was charged: used %d", b.Used())
+	}
+	if !b.Reserve(40) || b.Remaining() != 0 {
+		t.Fatalf("exact fill refused or miscounted: remaining %d", b.Remaining())
+	}
+	if !b.Reserve(0) || !b.Reserve(-5) {
+		t.Fatal("empty reservations must always succeed")
+	}
+	b.Refund(30)
+	if b.Used() != 70 || b.Limit() != 100 {
+		t.Fatalf("after refund used=%d limit=%d", b.Used(), b.Limit())
+	}
+}
+
+func TestWriteBudgetConcurrentReservationsNeverOvershoot(t *testing.T) {
+	b := NewWriteBudget(1000)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	granted := 0
+	for i := 0; i < 64; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := 0; j < 100; j++ {
+				if b.Reserve(3) {
+					mu.Lock()
+					granted += 3
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if granted != int(b.Used()) || granted > 1000 || granted < 997 {
+		t.Fatalf("granted %d, used %d: the account overshot or lost reservations", granted, b.Used())
+	}
+}
