@@ -1,0 +1,124 @@
+package protocol
+
+import (
+	"encoding/json"
+	"slices"
+)
+
+// CheckComplete applies the resultType rule to any response's result: a
+// resultType that is present and not the string "complete" (null included)
+// is *Error{CodeResultNotComplete}; an absent one counts as complete. A
+// result that is not a JSON object passes here: the result parsers reject it
+// with their own code.
+func CheckComplete(result json.RawMessage) error {
+	if firstByte(result) != '{' {
+		return nil
+	}
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(result, &members); err != nil {
+		return nil
+	}
+	rt, ok := members["resultType"]
+	if !ok {
+		return nil
+	}
+	if s, ok := jsonString(rt); ok && s == "complete" {
+		return nil
+	}
+	return errorf(CodeResultNotComplete, "the result has \"resultType\":%s; a stateless server must answer with a complete result (omit resultType or set it to \"complete\")", quoteRaw(rt))
+}
+
+// DiscoverResult is what server/discover returned.
+type DiscoverResult struct {
+	SupportedVersions []string
+	// Capabilities is the capabilities object as sent.
+	Capabilities json.RawMessage
+	// ServerInfo is the serverInfo member as sent (nil when absent).
+	ServerInfo json.RawMessage
+	// Instructions is the instructions member as sent (nil when absent).
+	Instructions json.RawMessage
+	// HasResultType, HasTTLMs and HasCacheScope report members the official
+	// schema requires but ABI 1 accepts without (check warns about them).
+	HasResultType, HasTTLMs, HasCacheScope bool
+	// Raw is the whole result as sent.
+	Raw json.RawMessage
+}
+
+// ParseDiscover reads a server/discover result. It must be an object listing
+// Version in supportedVersions (an array of strings) and having an object
+// capabilities.tools; otherwise *Error{CodeDiscoverUnsupported}.
+func ParseDiscover(result json.RawMessage) (DiscoverResult, error) {
+	members, err := objectMembers(result)
+	if err != nil {
+		return DiscoverResult{}, errorf(CodeDiscoverUnsupported, "the server/discover result is %s, not an object with supportedVersions and capabilities", describeJSON(result))
+	}
+	d := DiscoverResult{Raw: result, ServerInfo: members["serverInfo"], Instructions: members["instructions"]}
+	_, d.HasResultType = members["resultType"]
+	_, d.HasTTLMs = members["ttlMs"]
+	_, d.HasCacheScope = members["cacheScope"]
+
+	sv, ok := members["supportedVersions"]
+	if !ok {
+		return d, errorf(CodeDiscoverUnsupported, "the server/discover result has no supportedVersions; list %q in it", Version)
+	}
+	if firstByte(sv) != '[' || json.Unmarshal(sv, &d.SupportedVersions) != nil {
+		return d, errorf(CodeDiscoverUnsupported, "the server/discover result has supportedVersions %s; it must be an array of strings that includes %q", quoteRaw(sv), Version)
+	}
+	if !slices.Contains(d.SupportedVersions, Version) {
+		return d, errorf(CodeDiscoverUnsupported, "the module supports MCP %s but not %s, the revision ABI 1 speaks; add %q to supportedVersions", quoteRaw(sv), Version, Version)
+	}
+	caps, ok := members["capabilities"]
+	if !ok {
+		return d, errorf(CodeDiscoverUnsupported, "the server/discover result has no capabilities; declare \"capabilities\":{\"tools\":{}}")
+	}
+	d.Capabilities = caps
+	cm, err := objectMembers(caps)
+	if err != nil {
+		return d, errorf(CodeDiscoverUnsupported, "the server/discover result has capabilities %s; it must be an object such as {\"tools\":{}}", quoteRaw(caps))
+	}
+	tools, ok := cm["tools"]
+	if !ok {
+		return d, errorf(CodeDiscoverUnsupported, "the module does not declare the tools capability; add \"tools\":{} to capabilities")
+	}
+	if firstByte(tools) != '{' {
+		return d, errorf(CodeDiscoverUnsupported, "capabilities.tools is %s; it must be an object such as {}", quoteRaw(tools))
+	}
+	return d, nil
+}
+
+// objectMembers decodes a JSON object's members; anything else is an error.
+func objectMembers(raw json.RawMessage) (map[string]json.RawMessage, error) {
+	var m map[string]json.RawMessage
+	if firstByte(raw) != '{' {
+		return nil, notObjectError{}
+	}
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+type notObjectError struct{}
+
+func (notObjectError) Error() string { return "not a JSON object" }
+
+// describeJSON names the type of a JSON value for messages.
+func describeJSON(raw json.RawMessage) string {
+	switch c := firstByte(raw); {
+	case c == '{':
+		return "an object"
+	case c == '[':
+		return "an array"
+	case c == '"':
+		return "a string"
+	case c == 't' || c == 'f':
+		return "a boolean"
+	case c == 'n':
+		return "null"
+	case c == '-' || isDigit(c):
+		return "a number"
+	case c == 0:
+		return "missing"
+	}
+	return "not JSON"
+}
