@@ -59,6 +59,10 @@ func validateInstance(s *jsonschema.Schema, raw json.RawMessage, what string) er
 		return fmt.Errorf("%s is not JSON: %w", what, err)
 	}
 	if err := s.Validate(v); err != nil {
+		var ve *jsonschema.ValidationError
+		if errors.As(err, &ve) {
+			return fmt.Errorf("%s does not match the schema: %s", what, leafMessages(ve))
+		}
 		return fmt.Errorf("%s does not match the schema: %w", what, err)
 	}
 	return nil
@@ -316,6 +320,11 @@ func readableSchemaError(err error, doc any) error {
 			return fmt.Errorf("it refers to %q, which is outside the schema; the host never loads a remote $ref, so put that schema under $defs and refer to it as \"#/$defs/…\"", ref)
 		}
 	}
+	var sve *jsonschema.SchemaValidationError
+	var ve *jsonschema.ValidationError
+	if errors.As(err, &sve) && errors.As(sve.Err, &ve) {
+		return fmt.Errorf("it is not valid JSON Schema (%s): %s", draftName(doc), leafMessages(ve))
+	}
 	msg := strings.ReplaceAll(err.Error(), schemaBase, "")
 	return errors.New(strings.ReplaceAll(msg, "mem://tool/", ""))
 }
@@ -386,3 +395,36 @@ type unchecked string
 
 func (u unchecked) String() string          { return string(u) }
 func (u unchecked) MatchString(string) bool { return true }
+
+// leafMessages joins the innermost causes of a validation error on one line
+// ("at '/properties/a/minLength': minimum: got -1, want 0"), dropping the
+// "allOf failed" levels above them, which only say where the metaschema
+// looked.
+func leafMessages(ve *jsonschema.ValidationError) string {
+	const most = 5
+	var leaves []string
+	var walk func(*jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) == 0 {
+			leaves = append(leaves, e.Error())
+			return
+		}
+		for _, c := range e.Causes {
+			walk(c)
+		}
+	}
+	walk(ve)
+	if len(leaves) > most {
+		leaves = append(leaves[:most], fmt.Sprintf("and %d more", len(leaves)-most))
+	}
+	return strings.Join(leaves, "; ")
+}
+
+func draftName(doc any) string {
+	if m, ok := doc.(map[string]any); ok {
+		if s, ok := m["$schema"].(string); ok {
+			return "$schema " + s
+		}
+	}
+	return "draft 2020-12"
+}
