@@ -1,0 +1,319 @@
+package subakohttp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+
+	"golang.org/x/net/http/httpguts"
+	"golang.org/x/net/publicsuffix"
+)
+
+// PolicyConfig is the network policy of one call as an embedder states it.
+type PolicyConfig struct {
+	// Allow is the allowlist: "host", "*.domain", an IP address, any of
+	// them with ":port" (IPv6 in brackets when a port follows). Without a
+	// port only the scheme's default port is allowed. Empty denies all.
+	Allow []string
+	// Credentials are headers injected into requests an entry allows.
+	Credentials []Credential
+	// Resolve answers DNS for "host:port" with fixed addresses (curl's
+	// --resolve). Every address is still checked before it is dialled.
+	Resolve map[string][]netip.Addr
+	// AllowPrivate lets addresses in these ranges through the destination
+	// check (local testing). Every other check stays.
+	AllowPrivate []netip.Prefix
+	// DisableDestinationCheck turns the destination check off entirely
+	// (--allow-private without a value). The allowlist still applies.
+	DisableDestinationCheck bool
+}
+
+// Credential is a header an allowlist entry injects.
+type Credential struct {
+	// Pattern is the allowlist entry, exactly as written in Allow (hosts
+	// compare case-insensitively).
+	Pattern string
+	// Header is the header name, e.g. "Authorization".
+	Header string
+	// Value supplies the secret for the current call; false means it is not
+	// available and the request fails with credential_unavailable.
+	Value func(ctx context.Context) (string, bool)
+}
+
+// Policy is the network policy of one call: the allowlist with its
+// credentials, pinned DNS answers and the destination check. It is
+// immutable after NewPolicy and safe to share between calls.
+type Policy struct {
+	entries      []*entry
+	resolve      map[string][]netip.Addr
+	allowPrivate []netip.Prefix
+	noDestCheck  bool
+	injected     map[string]bool // lowercased header names any entry injects
+	denyMessage  string          // set: every request fails host_not_allowed with it
+}
+
+type entry struct {
+	raw      string
+	key      string // canonical form, for matching credentials to entries
+	wildcard bool
+	host     normHost // for wildcards, the domain below the "*."
+	port     int      // 0: the scheme's default port
+	creds    []Credential
+}
+
+// NewPolicy checks cfg and builds the policy. It refuses malformed entries,
+// wildcards that cover a public suffix (*.com, *.co.uk, *.github.io), and
+// credentials for entries not in the allowlist.
+func NewPolicy(cfg PolicyConfig) (*Policy, error) {
+	p := &Policy{
+		resolve:      make(map[string][]netip.Addr, len(cfg.Resolve)),
+		allowPrivate: append([]netip.Prefix(nil), cfg.AllowPrivate...),
+		noDestCheck:  cfg.DisableDestinationCheck,
+		injected:     map[string]bool{},
+	}
+	byKey := map[string]*entry{}
+	for _, raw := range cfg.Allow {
+		e, err := parseEntry(raw)
+		if err != nil {
+			return nil, fmt.Errorf("subakohttp: allowlist entry %q: %w", raw, err)
+		}
+		if _, dup := byKey[e.key]; dup {
+			continue
+		}
+		byKey[e.key] = e
+		p.entries = append(p.entries, e)
+	}
+	for _, c := range cfg.Credentials {
+		ce, err := parseEntry(c.Pattern)
+		if err != nil {
+			return nil, fmt.Errorf("subakohttp: credential pattern %q: %w", c.Pattern, err)
+		}
+		e, ok := byKey[ce.key]
+		if !ok {
+			return nil, fmt.Errorf("subakohttp: credential pattern %q is not an allowlist entry; add it to the allowlist too", c.Pattern)
+		}
+		if !httpguts.ValidHeaderFieldName(c.Header) {
+			return nil, fmt.Errorf("subakohttp: credential for %q: %q is not a valid header name", c.Pattern, c.Header)
+		}
+		lower := strings.ToLower(c.Header)
+		if framingHeader(lower) {
+			return nil, fmt.Errorf("subakohttp: credential for %q: %q is a connection header and cannot carry a credential", c.Pattern, c.Header)
+		}
+		if c.Value == nil {
+			return nil, fmt.Errorf("subakohttp: credential for %q has no value provider", c.Pattern)
+		}
+		e.creds = append(e.creds, c)
+		p.injected[lower] = true
+	}
+	for k, addrs := range cfg.Resolve {
+		host, port, err := splitHostPortStrict(k)
+		if err != nil {
+			return nil, fmt.Errorf("subakohttp: resolve entry %q: %w", k, err)
+		}
+		if len(addrs) == 0 {
+			return nil, fmt.Errorf("subakohttp: resolve entry %q has no addresses", k)
+		}
+		for _, a := range addrs {
+			if !a.IsValid() {
+				return nil, fmt.Errorf("subakohttp: resolve entry %q has an invalid address", k)
+			}
+		}
+		p.resolve[resolveKey(host, port)] = append([]netip.Addr(nil), addrs...)
+	}
+	for _, pre := range p.allowPrivate {
+		if !pre.IsValid() {
+			return nil, errors.New("subakohttp: an allow-private range is invalid")
+		}
+	}
+	return p, nil
+}
+
+// DiscoveryPolicy refuses every request with the discovery message of
+// host-contract §4.
+func DiscoveryPolicy() *Policy {
+	return &Policy{denyMessage: "network is not available during discovery", injected: map[string]bool{}}
+}
+
+func resolveKey(h normHost, port int) string {
+	return net.JoinHostPort(h.plain(), fmt.Sprint(port))
+}
+
+// splitHostPortStrict reads "host:port" (IPv6 in brackets) into a
+// normalized host and a port.
+func splitHostPortStrict(s string) (normHost, int, error) {
+	hs, ps, err := net.SplitHostPort(s)
+	if err != nil {
+		return normHost{}, 0, fmt.Errorf("want HOST:PORT: %v", err)
+	}
+	if strings.Contains(hs, ":") && !strings.HasPrefix(s, "[") {
+		return normHost{}, 0, errors.New("write IPv6 addresses in brackets")
+	}
+	h, err := normalizeHost(hs)
+	if err != nil {
+		return normHost{}, 0, err
+	}
+	port, err := parsePort(ps)
+	if err != nil {
+		return normHost{}, 0, err
+	}
+	return h, port, nil
+}
+
+// parseEntry reads one allowlist entry.
+func parseEntry(raw string) (*entry, error) {
+	s := strings.TrimSpace(raw)
+	if s == "" {
+		return nil, errors.New("empty entry")
+	}
+	hostPart, portPart := s, ""
+	switch {
+	case strings.HasPrefix(s, "["):
+		end := strings.IndexByte(s, ']')
+		if end < 0 {
+			return nil, errors.New("missing ]")
+		}
+		hostPart, portPart = s[1:end], s[end+1:]
+		if portPart != "" {
+			if !strings.HasPrefix(portPart, ":") {
+				return nil, errors.New("unexpected text after ]")
+			}
+			portPart = portPart[1:]
+			if portPart == "" {
+				return nil, errors.New("empty port")
+			}
+		}
+		if _, err := netip.ParseAddr(hostPart); err != nil || !strings.Contains(hostPart, ":") {
+			return nil, errors.New("brackets hold an IPv6 address only")
+		}
+	case strings.Count(s, ":") > 1:
+		// A bare IPv6 address (no port possible without brackets).
+	case strings.Contains(s, ":"):
+		i := strings.LastIndexByte(s, ':')
+		hostPart, portPart = s[:i], s[i+1:]
+		if portPart == "" {
+			return nil, errors.New("empty port")
+		}
+	}
+	e := &entry{raw: raw}
+	if portPart != "" {
+		port, err := parsePort(portPart)
+		if err != nil {
+			return nil, err
+		}
+		e.port = port
+	}
+	if strings.HasPrefix(hostPart, "*.") {
+		e.wildcard = true
+		hostPart = hostPart[2:]
+	}
+	if strings.Contains(hostPart, "*") {
+		return nil, errors.New("a wildcard is allowed only as the whole leftmost label, as in *.example.com")
+	}
+	if strings.ContainsAny(hostPart, "/?#@ \t") {
+		return nil, errors.New("write a host name, not a URL")
+	}
+	h, err := normalizeHost(hostPart)
+	if err != nil {
+		return nil, err
+	}
+	if e.wildcard {
+		if h.isIP() {
+			return nil, errors.New("a wildcard cannot cover an IP address")
+		}
+		if ps, _ := publicsuffix.PublicSuffix(h.name); ps == h.name {
+			return nil, fmt.Errorf("*.%s covers the public suffix %q: name a registered domain, as in *.example.%s", h.name, ps, ps)
+		}
+	}
+	e.host = h
+	e.key = h.String()
+	if e.wildcard {
+		e.key = "*." + e.key
+	}
+	if e.port != 0 {
+		e.key += fmt.Sprintf(":%d", e.port)
+	}
+	return e, nil
+}
+
+// match finds the entry allowing scheme://host:port, the most specific one
+// when several do: exact over wildcard, a longer wildcard domain over a
+// shorter one, an explicit port over the default.
+func (p *Policy) match(scheme string, h normHost, port int) *entry {
+	var best *entry
+	score := func(e *entry) int {
+		s := len(e.host.String())
+		if !e.wildcard {
+			s += 1 << 20
+		}
+		if e.port != 0 {
+			s++
+		}
+		return s
+	}
+	for _, e := range p.entries {
+		if !e.matches(scheme, h, port) {
+			continue
+		}
+		if best == nil || score(e) > score(best) {
+			best = e
+		}
+	}
+	return best
+}
+
+func (e *entry) matches(scheme string, h normHost, port int) bool {
+	want := e.port
+	if want == 0 {
+		want = defaultPort(scheme)
+	}
+	if port != want {
+		return false
+	}
+	if h.isIP() || e.host.isIP() {
+		return !e.wildcard && h.isIP() && e.host.isIP() && h.ip == e.host.ip
+	}
+	if e.wildcard {
+		return strings.HasSuffix(h.name, "."+e.host.name)
+	}
+	return h.name == e.host.name
+}
+
+// checkDestination says why addr may not be dialled, or nil.
+func (p *Policy) checkDestination(addr netip.Addr) *Error {
+	if p.noDestCheck {
+		return nil
+	}
+	why := nonPublic(addr)
+	if why == "" {
+		return nil
+	}
+	for _, pre := range p.allowPrivate {
+		if pre.Contains(addr) || (addr.Is4In6() && pre.Contains(addr.Unmap())) {
+			return nil
+		}
+	}
+	return errorf(KindForbiddenDestination, fmt.Sprintf("%s is %s; requests may only reach public addresses", addr, why))
+}
+
+// framingHeader reports the hop-by-hop and framing headers a guest may not
+// set (lowercase name).
+func framingHeader(lower string) bool {
+	switch lower {
+	case "host", "content-length", "transfer-encoding", "connection", "upgrade", "te", "trailer", "keep-alive":
+		return true
+	}
+	return strings.HasPrefix(lower, "proxy-")
+}
+
+// credentialHeader reports the headers a guest may not set because they
+// carry credentials (lowercase name).
+func (p *Policy) credentialHeader(lower string) bool {
+	switch lower {
+	case "authorization", "proxy-authorization", "cookie":
+		return true
+	}
+	return p.injected[lower]
+}
