@@ -1,0 +1,3 @@
+module wasiguests
+
+go 1.26

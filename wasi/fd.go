@@ -1,0 +1,739 @@
+package wasi
+
+import (
+	"context"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/tetratelabs/wazero/api"
+)
+
+func fileType(mode fs.FileMode) uint8 {
+	switch {
+	case mode.IsRegular():
+		return filetypeRegularFile
+	case mode.IsDir():
+		return filetypeDirectory
+	case mode&fs.ModeSymlink != 0:
+		return filetypeSymbolicLink
+	case mode&fs.ModeSocket != 0:
+		return filetypeSocketStream
+	case mode&fs.ModeCharDevice != 0:
+		return filetypeCharacterDevice
+	case mode&fs.ModeDevice != 0:
+		return filetypeBlockDevice
+	}
+	return filetypeUnknown
+}
+
+func filestat(info fs.FileInfo) [sizeFilestat]byte {
+	var b [sizeFilestat]byte
+	dev, ino, nlink, atim, ctim := statIDs(info)
+	le64(b[0:], dev)
+	le64(b[8:], ino)
+	b[16] = fileType(info.Mode())
+	le64(b[24:], nlink)
+	le64(b[32:], uint64(info.Size()))
+	le64(b[40:], atim)
+	le64(b[48:], uint64(info.ModTime().UnixNano()))
+	le64(b[56:], ctim)
+	return b
+}
+
+func (e *fdEntry) isStdio() bool { return e.kind <= kindStderr }
+
+// mountRoot is the root of the mount e belongs to.
+func (in *Instance) mountRoot(e *fdEntry) *os.Root { return in.cfg.Mounts.Root(e.mount) }
+
+func fdAdvise(_ context.Context, in *Instance, _ api.Module, p []uint64) Errno {
+	e, errno := in.get(uint32(p[0]))
+	if errno != ErrnoSuccess {
+		return errno
+	}
+	if uint32(p[3]) > 5 {
+		return ErrnoInval
+	}
+	switch {
+	case e.isStdio():
+		return ErrnoSpipe
+	case e.kind == kindDir:
+		return ErrnoBadf
+	case e.base&RightFdAdvise == 0:
+		return ErrnoNotcapable
+	}
+	return ErrnoSuccess // advice is only a hint
+}
+
+// fdAllocate is ENOTSUP by ABI 1: preallocation would grow files outside the
+// write budget's accounting of bytes written.
+func fdAllocate(_ context.Context, in *Instance, _ api.Module, p []uint64) Errno {
+	if _, errno := in.get(uint32(p[0])); errno != ErrnoSuccess {
+		return errno
+	}
+	return ErrnoNotsup
+}
+
+func fdClose(_ context.Context, in *Instance, _ api.Module, p []uint64) Errno {
+	in.mu.Lock()
+	e := in.fds[uint32(p[0])]
+	delete(in.fds, uint32(p[0]))
+	in.mu.Unlock()
+	if e == nil {
+		return ErrnoBadf
+	}
+	return errnoOf(e.close())
+}
+
+func syncFd(in *Instance, fd uint32, right uint64) Errno {
+	e, errno := in.get(fd)
+	if errno != ErrnoSuccess {
+		return errno
+	}
+	switch {
+	case e.isStdio():
+		return ErrnoInval
+	case e.base&right == 0:
+		return ErrnoNotcapable
+	case e.kind == kindDir:
+		return ErrnoSuccess
+	}
+	return errnoOf(e.file.Sync())
+}
+
+func fdDatasync(_ context.Context, in *Instance, _ api.Module, p []uint64) Errno {
+	return syncFd(in, uint32(p[0]), RightFdDatasync)
+}
+
+func fdSync(_ context.Context, in *Instance, _ api.Module, p []uint64) Errno {
+	return syncFd(in, uint32(p[0]), RightFdSync)
+}
+
+func fdFdstatGet(_ context.Context, in *Instance, mod api.Module, p []uint64) Errno {
+	e, errno := in.get(uint32(p[0]))
+	if errno != ErrnoSuccess {
+		return errno
+	}
+	b, ok := memOf(mod).slice(uint32(p[1]), sizeFdstat)
+	if !ok {
+		return ErrnoFault
+	}
+	var st [sizeFdstat]byte
+	switch e.kind {
+	case kindDir:
+		st[0] = filetypeDirectory
+	case kindFile:
+		st[0] = filetypeRegularFile
+		if info, err := e.file.Stat(); err == nil {
+			st[0] = fileType(info.Mode())
+		}
+	default:
+		st[0] = filetypeCharacterDevice
+	}
+	le16(st[2:], e.flags)
+	le64(st[8:], e.base)
+	le64(st[16:], e.inherit)
+	copy(b, st[:])
+	return ErrnoSuccess
+}
+
+func fdFdstatSetFlags(_ context.Context, in *Instance, _ api.Module, p []uint64) Errno {
+	e, errno := in.get(uint32(p[0]))
+	if errno != ErrnoSuccess {
+		return errno
+	}
+	flags := uint32(p[1])
+	if flags&^uint32(fdflagsAll) != 0 {
+		return ErrnoInval
+	}
+	if e.base&RightFdFdstatSetFlags == 0 {
+		return ErrnoNotcapable
+	}
+	in.mu.Lock()
+	e.flags = uint16(flags)
+	in.mu.Unlock()
+	return ErrnoSuccess
+}
+
+// fdFdstatSetRights can only drop rights.
+func fdFdstatSetRights(_ context.Context, in *Instance, _ api.Module, p []uint64) Errno {
+	e, errno := in.get(uint32(p[0]))
+	if errno != ErrnoSuccess {
+		return errno
+	}
+	base, inherit := p[1], p[2]
+	if base&^e.base != 0 || inherit&^e.inherit != 0 {
+		return ErrnoNotcapable
+	}
+	in.mu.Lock()
+	e.base, e.inherit = base, inherit
+	in.mu.Unlock()
+	return ErrnoSuccess
+}
+
+func (in *Instance) statFd(e *fdEntry) ([sizeFilestat]byte, Errno) {
+	var info fs.FileInfo
+	var err error
+	switch e.kind {
+	case kindDir:
+		info, err = e.root.Stat(".")
+	case kindFile:
+		info, err = e.file.Stat()
+	default:
+		var st [sizeFilestat]byte
+		st[16] = filetypeCharacterDevice
+		le64(st[24:], 1)
+		return st, ErrnoSuccess
+	}
+	if err != nil {
+		return [sizeFilestat]byte{}, errnoOf(err)
+	}
+	return filestat(info), ErrnoSuccess
+}
+
+func fdFilestatGet(_ context.Context, in *Instance, mod api.Module, p []uint64) Errno {
+	e, errno := in.get(uint32(p[0]))
+	if errno != ErrnoSuccess {
+		return errno
+	}
+	b, ok := memOf(mod).slice(uint32(p[1]), sizeFilestat)
+	if !ok {
+		return ErrnoFault
+	}
+	if e.base&RightFdFilestatGet == 0 {
+		return ErrnoNotcapable
+	}
+	st, errno := in.statFd(e)
+	if errno == ErrnoSuccess {
+		copy(b, st[:])
+	}
+	return errno
+}
+
+// fdFilestatSetSize charges growth past the current end to the budget.
+func fdFilestatSetSize(_ context.Context, in *Instance, _ api.Module, p []uint64) Errno {
+	e, errno := in.get(uint32(p[0]))
+	if errno != ErrnoSuccess {
+		return errno
+	}
+	switch {
+	case e.isStdio():
+		return ErrnoInval
+	case e.kind == kindDir:
+		return ErrnoIsdir
+	case e.readOnly:
+		return ErrnoRofs
+	case e.base&RightFdFilestatSetSize == 0:
+		return ErrnoNotcapable
+	case p[1] > math.MaxInt64:
+		return ErrnoFbig
+	}
+	size := int64(p[1])
+	info, err := e.file.Stat()
+	if err != nil {
+		return errnoOf(err)
+	}
+	growth := size - info.Size()
+	if growth > 0 && in.cfg.Budget != nil && !in.cfg.Budget.Reserve(growth) {
+		return ErrnoDquot
+	}
+	if err := e.file.Truncate(size); err != nil {
+		if growth > 0 && in.cfg.Budget != nil {
+			in.cfg.Budget.Refund(growth)
+		}
+		return errnoOf(err)
+	}
+	return ErrnoSuccess
+}
+
+// times converts set_times arguments; zero times are left unchanged.
+func times(atim, mtim uint64, fst uint16) (time.Time, time.Time, Errno) {
+	if fst&^(fstAtim|fstAtimNow|fstMtim|fstMtimNow) != 0 ||
+		fst&(fstAtim|fstAtimNow) == fstAtim|fstAtimNow || fst&(fstMtim|fstMtimNow) == fstMtim|fstMtimNow {
+		return time.Time{}, time.Time{}, ErrnoInval
+	}
+	var a, m time.Time
+	now := time.Now()
+	switch {
+	case fst&fstAtimNow != 0:
+		a = now
+	case fst&fstAtim != 0:
+		a = time.Unix(0, int64(atim))
+	}
+	switch {
+	case fst&fstMtimNow != 0:
+		m = now
+	case fst&fstMtim != 0:
+		m = time.Unix(0, int64(mtim))
+	}
+	// time.Unix(0, 0) is not the zero Time, so the epoch can still be set;
+	// Chtimes leaves a zero Time unchanged.
+	return a, m, ErrnoSuccess
+}
+
+func fdFilestatSetTimes(_ context.Context, in *Instance, _ api.Module, p []uint64) Errno {
+	e, errno := in.get(uint32(p[0]))
+	if errno != ErrnoSuccess {
+		return errno
+	}
+	a, m, errno := times(p[1], p[2], uint16(p[3]))
+	switch {
+	case errno != ErrnoSuccess:
+		return errno
+	case e.isStdio():
+		return ErrnoBadf
+	case e.readOnly:
+		return ErrnoRofs
+	case e.base&RightFdFilestatSetTimes == 0:
+		return ErrnoNotcapable
+	case uint16(p[3]) == 0:
+		return ErrnoSuccess
+	case e.kind == kindDir:
+		return errnoOf(e.root.Chtimes(".", a, m))
+	}
+	return errnoOf(in.mountRoot(e).Chtimes(e.rel, a, m))
+}
+
+func fdPrestatGet(_ context.Context, in *Instance, mod api.Module, p []uint64) Errno {
+	e, errno := in.get(uint32(p[0]))
+	if errno != ErrnoSuccess {
+		return errno
+	}
+	if e.preopen == "" {
+		return ErrnoBadf
+	}
+	b, ok := memOf(mod).slice(uint32(p[1]), sizePrestat)
+	if !ok {
+		return ErrnoFault
+	}
+	var st [sizePrestat]byte // tag 0: a directory
+	le32(st[4:], uint32(len(e.preopen)))
+	copy(b, st[:])
+	return ErrnoSuccess
+}
+
+func fdPrestatDirName(_ context.Context, in *Instance, mod api.Module, p []uint64) Errno {
+	e, errno := in.get(uint32(p[0]))
+	if errno != ErrnoSuccess {
+		return errno
+	}
+	if e.preopen == "" {
+		return ErrnoBadf
+	}
+	if uint32(p[2]) < uint32(len(e.preopen)) {
+		return ErrnoNametoolong
+	}
+	b, ok := memOf(mod).slice(uint32(p[1]), uint32(len(e.preopen)))
+	if !ok {
+		return ErrnoFault
+	}
+	copy(b, e.preopen)
+	return ErrnoSuccess
+}
+
+// fdRenumber moves from onto to (closing what to held); both must be open.
+func fdRenumber(_ context.Context, in *Instance, _ api.Module, p []uint64) Errno {
+	from, to := uint32(p[0]), uint32(p[1])
+	in.mu.Lock()
+	ef, et := in.fds[from], in.fds[to]
+	if ef == nil || et == nil {
+		in.mu.Unlock()
+		return ErrnoBadf
+	}
+	if from == to {
+		in.mu.Unlock()
+		return ErrnoSuccess
+	}
+	in.fds[to] = ef
+	delete(in.fds, from)
+	in.mu.Unlock()
+	et.close()
+	return ErrnoSuccess
+}
+
+func fdSeek(_ context.Context, in *Instance, mod api.Module, p []uint64) Errno {
+	e, errno := in.get(uint32(p[0]))
+	if errno != ErrnoSuccess {
+		return errno
+	}
+	offset, whence, resPtr := int64(p[1]), uint32(p[2]), uint32(p[3])
+	if !memOf(mod).ok(resPtr, 8) {
+		return ErrnoFault
+	}
+	if whence > whenceEnd {
+		return ErrnoInval
+	}
+	return seek(in, mod, e, offset, whence, resPtr, offset == 0 && whence == whenceCur)
+}
+
+func seek(in *Instance, mod api.Module, e *fdEntry, offset int64, whence uint32, resPtr uint32, tellOnly bool) Errno {
+	switch {
+	case e.isStdio():
+		return ErrnoSpipe
+	case e.kind == kindDir:
+		return ErrnoIsdir
+	case e.base&RightFdSeek == 0 && !(tellOnly && e.base&RightFdTell != 0):
+		return ErrnoNotcapable
+	}
+	pos, err := e.file.Seek(offset, int(whence))
+	if err != nil {
+		return errnoOf(err)
+	}
+	memOf(mod).putU64(resPtr, uint64(pos))
+	return ErrnoSuccess
+}
+
+func fdTell(_ context.Context, in *Instance, mod api.Module, p []uint64) Errno {
+	e, errno := in.get(uint32(p[0]))
+	if errno != ErrnoSuccess {
+		return errno
+	}
+	if !memOf(mod).ok(uint32(p[1]), 8) {
+		return ErrnoFault
+	}
+	return seek(in, mod, e, 0, whenceCur, uint32(p[1]), true)
+}
+
+// fdRead reads stdin (blocking unless NONBLOCK, then EAGAIN when empty) or
+// a file.
+func fdRead(ctx context.Context, in *Instance, mod api.Module, p []uint64) Errno {
+	e, errno := in.get(uint32(p[0]))
+	if errno != ErrnoSuccess {
+		return errno
+	}
+	m := memOf(mod)
+	bufs, total, errno := m.iovecs(uint32(p[1]), uint32(p[2]))
+	if errno != ErrnoSuccess {
+		return errno
+	}
+	resPtr := uint32(p[3])
+	if !m.ok(resPtr, 4) {
+		return ErrnoFault
+	}
+	var n int
+	switch {
+	case e.kind == kindStdin:
+		if total == 0 {
+			break
+		}
+		for {
+			buffered, eof, wake := in.stdin().state()
+			if buffered > 0 {
+				n = in.stdin().readInto(bufs)
+				break
+			}
+			if eof {
+				break
+			}
+			if e.flags&fdflagNonblock != 0 {
+				return ErrnoAgain
+			}
+			in.wait(ctx, mod, wake, nil)
+		}
+	case e.kind == kindDir:
+		return ErrnoIsdir
+	case e.kind != kindFile || e.base&RightFdRead == 0:
+		return ErrnoBadf
+	default:
+		var err error
+		n, err = readFile(e.file, bufs, -1)
+		if err != nil && n == 0 {
+			return errnoOf(err)
+		}
+	}
+	m.putU32(resPtr, uint32(n))
+	return ErrnoSuccess
+}
+
+// readFile reads into bufs in order, at the current position (off < 0) or
+// at off, stopping at the first short read.
+func readFile(f *os.File, bufs [][]byte, off int64) (int, error) {
+	total := 0
+	for _, b := range bufs {
+		var n int
+		var err error
+		if off < 0 {
+			n, err = f.Read(b)
+		} else {
+			n, err = f.ReadAt(b, off+int64(total))
+		}
+		total += n
+		if err == io.EOF {
+			return total, nil
+		}
+		if err != nil {
+			return total, err
+		}
+		if n < len(b) {
+			break
+		}
+	}
+	return total, nil
+}
+
+func fdPread(_ context.Context, in *Instance, mod api.Module, p []uint64) Errno {
+	e, errno := in.get(uint32(p[0]))
+	if errno != ErrnoSuccess {
+		return errno
+	}
+	m := memOf(mod)
+	bufs, _, errno := m.iovecs(uint32(p[1]), uint32(p[2]))
+	if errno != ErrnoSuccess {
+		return errno
+	}
+	resPtr := uint32(p[4])
+	switch {
+	case !m.ok(resPtr, 4):
+		return ErrnoFault
+	case e.isStdio():
+		return ErrnoSpipe
+	case e.kind == kindDir:
+		return ErrnoIsdir
+	case e.base&RightFdRead == 0:
+		return ErrnoBadf
+	case p[3] > math.MaxInt64:
+		return ErrnoInval
+	}
+	n, err := readFile(e.file, bufs, int64(p[3]))
+	if err != nil && n == 0 {
+		return errnoOf(err)
+	}
+	m.putU32(resPtr, uint32(n))
+	return ErrnoSuccess
+}
+
+// fdWrite writes to stdout/stderr (one synchronous Write of a copy) or to a
+// file (charged to the write budget).
+func fdWrite(ctx context.Context, in *Instance, mod api.Module, p []uint64) Errno {
+	e, errno := in.get(uint32(p[0]))
+	if errno != ErrnoSuccess {
+		return errno
+	}
+	m := memOf(mod)
+	bufs, total, errno := m.iovecs(uint32(p[1]), uint32(p[2]))
+	if errno != ErrnoSuccess {
+		return errno
+	}
+	resPtr := uint32(p[3])
+	if !m.ok(resPtr, 4) {
+		return ErrnoFault
+	}
+	if total > math.MaxUint32 {
+		return ErrnoInval
+	}
+	switch e.kind {
+	case kindStdout, kindStderr:
+		w := in.cfg.Stdout
+		if e.kind == kindStderr {
+			w = in.cfg.Stderr
+		}
+		data := make([]byte, 0, total)
+		for _, b := range bufs {
+			data = append(data, b...)
+		}
+		if total > 0 {
+			if _, err := w.Write(data); err != nil {
+				exit(ctx, mod, ExitCodeAborted)
+			}
+		}
+		m.putU32(resPtr, uint32(total))
+		return ErrnoSuccess
+	case kindStdin:
+		return ErrnoBadf
+	case kindDir:
+		if e.readOnly {
+			return ErrnoRofs
+		}
+		return ErrnoBadf
+	}
+	n, errno := in.writeFile(e, bufs, total, -1)
+	if errno != ErrnoSuccess {
+		return errno
+	}
+	m.putU32(resPtr, uint32(n))
+	return ErrnoSuccess
+}
+
+func fdPwrite(_ context.Context, in *Instance, mod api.Module, p []uint64) Errno {
+	e, errno := in.get(uint32(p[0]))
+	if errno != ErrnoSuccess {
+		return errno
+	}
+	m := memOf(mod)
+	bufs, total, errno := m.iovecs(uint32(p[1]), uint32(p[2]))
+	if errno != ErrnoSuccess {
+		return errno
+	}
+	resPtr := uint32(p[4])
+	switch {
+	case !m.ok(resPtr, 4):
+		return ErrnoFault
+	case total > math.MaxUint32:
+		return ErrnoInval
+	case e.isStdio():
+		return ErrnoSpipe
+	case e.kind == kindDir && e.readOnly:
+		return ErrnoRofs
+	case e.kind == kindDir:
+		return ErrnoBadf
+	case p[3] > math.MaxInt64:
+		return ErrnoInval
+	}
+	n, errno := in.writeFile(e, bufs, total, int64(p[3]))
+	if errno != ErrnoSuccess {
+		return errno
+	}
+	m.putU32(resPtr, uint32(n))
+	return ErrnoSuccess
+}
+
+// writeFile writes bufs at the current position, at the end (APPEND), or at
+// off (off >= 0). The budget is charged all or nothing before writing:
+// bytes written plus any hole created past the current end of file.
+func (in *Instance) writeFile(e *fdEntry, bufs [][]byte, total uint64, off int64) (int, Errno) {
+	if e.readOnly {
+		return 0, ErrnoRofs
+	}
+	if e.base&RightFdWrite == 0 {
+		return 0, ErrnoBadf
+	}
+	if total == 0 {
+		return 0, ErrnoSuccess
+	}
+	info, err := e.file.Stat()
+	if err != nil {
+		return 0, errnoOf(err)
+	}
+	size := info.Size()
+	pos := off
+	appendMode := off < 0 && e.flags&fdflagAppend != 0
+	switch {
+	case appendMode:
+		pos = size
+	case off < 0:
+		if pos, err = e.file.Seek(0, io.SeekCurrent); err != nil {
+			return 0, errnoOf(err)
+		}
+	}
+	if pos > math.MaxInt64-int64(total) {
+		return 0, ErrnoFbig
+	}
+	hole := max(0, pos-size)
+	cost := int64(total) + hole
+	budget := in.cfg.Budget
+	if budget != nil && !budget.Reserve(cost) {
+		return 0, ErrnoDquot
+	}
+	if appendMode {
+		if _, err := e.file.Seek(0, io.SeekEnd); err != nil {
+			if budget != nil {
+				budget.Refund(cost)
+			}
+			return 0, errnoOf(err)
+		}
+	}
+	written := 0
+	for _, b := range bufs {
+		var n int
+		if off < 0 {
+			n, err = e.file.Write(b)
+		} else {
+			n, err = e.file.WriteAt(b, off+int64(written))
+		}
+		written += n
+		if err != nil {
+			break
+		}
+	}
+	if budget != nil {
+		used := int64(written)
+		if written > 0 {
+			used += hole
+		}
+		budget.Refund(cost - used)
+	}
+	if err != nil && written == 0 {
+		return 0, errnoOf(err)
+	}
+	return written, ErrnoSuccess
+}
+
+type dirent struct {
+	name string
+	ino  uint64
+	typ  uint8
+}
+
+// fdReaddir lists a directory: ".", "..", then the entries in byte order of
+// name. Entry i has d_next = i+1, so a cookie is the index of the next
+// entry. The listing is read afresh at cookie 0 and kept for later cookies.
+func fdReaddir(_ context.Context, in *Instance, mod api.Module, p []uint64) Errno {
+	e, errno := in.get(uint32(p[0]))
+	if errno != ErrnoSuccess {
+		return errno
+	}
+	m := memOf(mod)
+	bufPtr, bufLen, cookie, resPtr := uint32(p[1]), uint32(p[2]), p[3], uint32(p[4])
+	buf, ok := m.slice(bufPtr, bufLen)
+	if !ok || !m.ok(resPtr, 4) {
+		return ErrnoFault
+	}
+	switch {
+	case e.kind != kindDir:
+		return ErrnoNotdir
+	case e.base&RightFdReaddir == 0:
+		return ErrnoNotcapable
+	}
+	if cookie == 0 || e.dirents == nil {
+		list, err := listDir(e.root)
+		if err != nil {
+			return errnoOf(err)
+		}
+		e.dirents = list
+	}
+	used := uint32(0)
+	for i := cookie; i < uint64(len(e.dirents)) && used < bufLen; i++ {
+		d := e.dirents[i]
+		var h [sizeDirent]byte
+		le64(h[0:], i+1)
+		le64(h[8:], d.ino)
+		le32(h[16:], uint32(len(d.name)))
+		h[20] = d.typ
+		rec := append(h[:], d.name...)
+		used += uint32(copy(buf[used:], rec))
+	}
+	m.putU32(resPtr, used)
+	return ErrnoSuccess
+}
+
+func listDir(root *os.Root) ([]dirent, error) {
+	f, err := root.Open(".")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	self, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	entries, err := f.ReadDir(-1)
+	if err != nil {
+		return nil, err
+	}
+	_, ino, _, _, _ := statIDs(self)
+	list := []dirent{{".", ino, filetypeDirectory}, {"..", 0, filetypeDirectory}}
+	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	for _, de := range entries {
+		info, err := de.Info()
+		if err != nil {
+			continue // removed since the listing was read
+		}
+		_, ino, _, _, _ := statIDs(info)
+		list = append(list, dirent{de.Name(), ino, fileType(info.Mode())})
+	}
+	return list, nil
+}

@@ -1,0 +1,163 @@
+package wasi
+
+import (
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/subako/subako-runner/fsmount"
+	"github.com/subako/subako-runner/limits"
+)
+
+// Config is what one module instance sees.
+type Config struct {
+	// Args are the command-line arguments; nil means ["module.wasm"].
+	Args []string
+	// Env holds "NAME=VALUE" entries; nil is an empty environment.
+	Env []string
+	// Stdin feeds fd 0; nil is an immediate end of file.
+	Stdin *Stdin
+	// Stdout and Stderr receive fd 1 and fd 2. They are called synchronously
+	// from fd_write with a copy of the guest's bytes (one Write per call).
+	// A Write error ends the instance with ExitCodeAborted. nil discards.
+	Stdout, Stderr io.Writer
+	// Mounts are the preopens, fd 3 onwards in Set order; nil is none. The
+	// Instance does not close the Set.
+	Mounts *fsmount.Set
+	// Budget is charged for file writes; nil is unlimited.
+	Budget *limits.WriteBudget
+	// MaxFiles caps the descriptors open at once (stdio and preopens
+	// included); 0 means 1024. Beyond it path_open fails with EMFILE.
+	MaxFiles int
+}
+
+type fdKind uint8
+
+const (
+	kindStdin fdKind = iota
+	kindStdout
+	kindStderr
+	kindFile
+	kindDir
+)
+
+// fdEntry is one open descriptor of the guest.
+type fdEntry struct {
+	kind    fdKind
+	base    uint64 // rights
+	inherit uint64
+	flags   uint16
+
+	file *os.File // files; directories: opened lazily for fd_readdir
+	root *os.Root // directories: resolution beneath this directory
+
+	mount    int    // index in the Set
+	rel      string // path relative to the mount root, as opened
+	readOnly bool
+	preopen  string // guest path of a preopen; "" otherwise
+	ownsRoot bool   // false for preopens: the Set owns their root
+
+	dirents []dirent // fd_readdir listing, refreshed at cookie 0
+}
+
+// Instance is the per-instance state: fd table, args, environment, clocks.
+type Instance struct {
+	cfg   Config
+	start time.Time
+
+	mu     sync.Mutex
+	fds    map[uint32]*fdEntry
+	max    int
+	closed chan struct{}
+	once   sync.Once
+}
+
+// NewInstance makes the state of one module instance.
+func NewInstance(cfg Config) *Instance {
+	if cfg.Args == nil {
+		cfg.Args = []string{"module.wasm"}
+	}
+	if cfg.Stdout == nil {
+		cfg.Stdout = io.Discard
+	}
+	if cfg.Stderr == nil {
+		cfg.Stderr = io.Discard
+	}
+	in := &Instance{cfg: cfg, start: time.Now(), fds: map[uint32]*fdEntry{}, max: cfg.MaxFiles, closed: make(chan struct{})}
+	if in.max <= 0 {
+		in.max = 1024
+	}
+	in.fds[0] = &fdEntry{kind: kindStdin, base: stdinRights}
+	in.fds[1] = &fdEntry{kind: kindStdout, base: stdoutRights}
+	in.fds[2] = &fdEntry{kind: kindStderr, base: stdoutRights}
+	if cfg.Mounts != nil {
+		for i, m := range cfg.Mounts.Mounts() {
+			in.fds[uint32(3+i)] = &fdEntry{
+				kind: kindDir, base: dirRights, inherit: dirRights | fileRights,
+				root: cfg.Mounts.Root(i), mount: i, rel: ".", readOnly: m.ReadOnly, preopen: m.Guest,
+			}
+		}
+	}
+	return in
+}
+
+// Close closes every descriptor the guest opened and wakes a guest waiting
+// on stdin or poll_oneoff (it then ends with ExitCodeAborted). The Set of
+// the Config stays open.
+func (in *Instance) Close() error {
+	in.once.Do(func() { close(in.closed) })
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	var first error
+	for fd, e := range in.fds {
+		if err := e.close(); err != nil && first == nil {
+			first = err
+		}
+		delete(in.fds, fd)
+	}
+	return first
+}
+
+func (e *fdEntry) close() error {
+	var err error
+	if e.file != nil {
+		err = e.file.Close()
+		e.file = nil
+	}
+	if e.root != nil && e.ownsRoot {
+		if rerr := e.root.Close(); err == nil {
+			err = rerr
+		}
+	}
+	e.root = nil
+	return err
+}
+
+// get returns the entry of fd, or EBADF.
+func (in *Instance) get(fd uint32) (*fdEntry, Errno) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	e := in.fds[fd]
+	if e == nil {
+		return nil, ErrnoBadf
+	}
+	return e, ErrnoSuccess
+}
+
+// add puts e at the lowest free descriptor number.
+func (in *Instance) add(e *fdEntry) (uint32, Errno) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if len(in.fds) >= in.max {
+		return 0, ErrnoMfile
+	}
+	for fd := uint32(3); ; fd++ {
+		if in.fds[fd] == nil {
+			in.fds[fd] = e
+			return fd, ErrnoSuccess
+		}
+	}
+}
+
+func (in *Instance) stdin() *Stdin { return in.cfg.Stdin }

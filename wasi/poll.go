@@ -1,0 +1,181 @@
+package wasi
+
+import (
+	"context"
+	"time"
+
+	"github.com/tetratelabs/wazero/api"
+)
+
+type subscription struct {
+	userdata uint64
+	tag      uint8
+	fd       uint32
+	deadline time.Time // clocks
+}
+
+// pollOneoff waits until at least one subscription is ready: a clock has
+// passed, stdin has bytes or reached end of file, or any other descriptor
+// (always ready: files, stdout, stderr). It ends the instance when ctx is
+// done or the Instance is closed while waiting.
+func pollOneoff(ctx context.Context, in *Instance, mod api.Module, p []uint64) Errno {
+	m := memOf(mod)
+	inPtr, outPtr, n, neventsPtr := uint32(p[0]), uint32(p[1]), uint32(p[2]), uint32(p[3])
+	if n == 0 {
+		return ErrnoInval
+	}
+	if uint64(n)*sizeSubscription > uint64(^uint32(0)) {
+		return ErrnoFault
+	}
+	raw, ok := m.slice(inPtr, n*sizeSubscription)
+	if !ok || !m.ok(outPtr, n*sizeEvent) || !m.ok(neventsPtr, 4) {
+		return ErrnoFault
+	}
+	subs := make([]subscription, n)
+	now := time.Now()
+	for i := range subs {
+		r := raw[i*sizeSubscription:]
+		s := &subs[i]
+		s.userdata = rd64(r)
+		s.tag = r[8]
+		switch s.tag {
+		case eventtypeClock:
+			id, timeout, flags := rd32(r[16:]), rd64(r[24:]), rd16(r[40:])
+			s.deadline = in.clockDeadline(now, id, timeout, flags)
+		case eventtypeFdRead, eventtypeFdWrite:
+			s.fd = rd32(r[16:])
+		default:
+			return ErrnoInval
+		}
+	}
+	// Copy the events out only at the end: in and out may overlap.
+	for {
+		events := in.readyEvents(subs, time.Now())
+		if len(events) > 0 {
+			out, _ := m.slice(outPtr, n*sizeEvent)
+			for i, ev := range events {
+				copy(out[i*sizeEvent:(i+1)*sizeEvent], ev[:])
+			}
+			m.putU32(neventsPtr, uint32(len(events)))
+			return ErrnoSuccess
+		}
+		in.waitPoll(ctx, mod, subs)
+	}
+}
+
+// clockDeadline turns a clock subscription into a wall-clock instant; an
+// unknown clock gets the zero time and is reported with EINVAL.
+func (in *Instance) clockDeadline(now time.Time, id uint32, timeout uint64, flags uint16) time.Time {
+	if _, ok := in.now(id); !ok {
+		return time.Time{}
+	}
+	if flags&subclockAbstime == 0 {
+		if timeout > uint64(1<<62) {
+			timeout = 1 << 62
+		}
+		return now.Add(time.Duration(timeout))
+	}
+	cur, _ := in.now(id)
+	if timeout <= cur {
+		return now
+	}
+	d := timeout - cur
+	if d > uint64(1<<62) {
+		d = 1 << 62
+	}
+	return now.Add(time.Duration(d))
+}
+
+// readyEvents builds the events of every subscription ready at now.
+func (in *Instance) readyEvents(subs []subscription, now time.Time) [][sizeEvent]byte {
+	var events [][sizeEvent]byte
+	add := func(s *subscription, errno Errno, nbytes uint64, flags uint16) {
+		var ev [sizeEvent]byte
+		le64(ev[0:], s.userdata)
+		le16(ev[8:], uint16(errno))
+		ev[10] = s.tag
+		le64(ev[16:], nbytes)
+		le16(ev[24:], flags)
+		events = append(events, ev)
+	}
+	for i := range subs {
+		s := &subs[i]
+		if s.tag == eventtypeClock {
+			if s.deadline.IsZero() {
+				add(s, ErrnoInval, 0, 0)
+			} else if !now.Before(s.deadline) {
+				add(s, ErrnoSuccess, 0, 0)
+			}
+			continue
+		}
+		e, errno := in.get(s.fd)
+		if errno != ErrnoSuccess {
+			add(s, errno, 0, 0)
+			continue
+		}
+		switch {
+		case e.kind == kindStdin && s.tag == eventtypeFdRead:
+			n, eof, _ := in.stdin().state()
+			if eof {
+				add(s, ErrnoSuccess, 0, eventFdReadwriteHangup)
+			} else if n > 0 {
+				add(s, ErrnoSuccess, uint64(n), 0)
+			}
+		case e.kind == kindStdin, (e.kind == kindStdout || e.kind == kindStderr) && s.tag == eventtypeFdRead:
+			add(s, ErrnoBadf, 0, 0)
+		case e.base&RightPollFdReadwrite == 0 && e.kind != kindDir:
+			add(s, ErrnoNotcapable, 0, 0)
+		default:
+			var nbytes uint64
+			if e.kind == kindFile && s.tag == eventtypeFdRead {
+				if st, err := e.file.Stat(); err == nil {
+					if pos, err := e.file.Seek(0, 1); err == nil && st.Size() > pos {
+						nbytes = uint64(st.Size() - pos)
+					}
+				}
+			}
+			add(s, ErrnoSuccess, nbytes, 0)
+		}
+	}
+	return events
+}
+
+// waitPoll blocks until the earliest clock, a stdin change, ctx done or the
+// Instance closed (the last two end the instance).
+func (in *Instance) waitPoll(ctx context.Context, mod api.Module, subs []subscription) {
+	var earliest time.Time
+	stdin := false
+	for i := range subs {
+		s := &subs[i]
+		if s.tag == eventtypeClock {
+			if earliest.IsZero() || s.deadline.Before(earliest) {
+				earliest = s.deadline
+			}
+		} else {
+			stdin = true
+		}
+	}
+	var wake <-chan struct{}
+	if stdin {
+		_, _, wake = in.stdin().state()
+	}
+	var timer <-chan time.Time
+	if !earliest.IsZero() {
+		t := time.NewTimer(time.Until(earliest))
+		defer t.Stop()
+		timer = t.C
+	}
+	in.wait(ctx, mod, wake, timer)
+}
+
+// wait blocks on wake or timer; ctx done or Close end the instance.
+func (in *Instance) wait(ctx context.Context, mod api.Module, wake <-chan struct{}, timer <-chan time.Time) {
+	select {
+	case <-wake:
+	case <-timer:
+	case <-ctx.Done():
+		exitForContext(ctx, mod)
+	case <-in.closed:
+		exit(ctx, mod, ExitCodeAborted)
+	}
+}

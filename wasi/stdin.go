@@ -1,0 +1,92 @@
+package wasi
+
+import (
+	"io"
+	"sync"
+)
+
+// Stdin is the host-fed stdin pipe of one instance: the host writes request
+// lines (Write never blocks; the bytes are buffered) and closes it with
+// CloseWrite; the guest reads through fd 0. A guest may make fd 0
+// non-blocking (fd_fdstat_set_flags) and wait for it in poll_oneoff together
+// with clocks, which is how Go guests keep their other goroutines running
+// while stdin stays open.
+type Stdin struct {
+	mu     sync.Mutex
+	buf    []byte
+	closed bool
+	wake   chan struct{} // closed and replaced at every change
+}
+
+// NewStdin returns an open, empty pipe.
+func NewStdin() *Stdin { return &Stdin{wake: make(chan struct{})} }
+
+// Write appends p for the guest to read. It fails with io.ErrClosedPipe
+// after CloseWrite.
+func (s *Stdin) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return 0, io.ErrClosedPipe
+	}
+	s.buf = append(s.buf, p...)
+	s.signal()
+	return len(p), nil
+}
+
+// CloseWrite ends the stream: once the buffered bytes are read, the guest
+// reads end of file. Closing twice is harmless.
+func (s *Stdin) CloseWrite() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closed {
+		s.closed = true
+		s.signal()
+	}
+	return nil
+}
+
+// Buffered is how many written bytes the guest has not read yet.
+func (s *Stdin) Buffered() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.buf)
+}
+
+func (s *Stdin) signal() {
+	close(s.wake)
+	s.wake = make(chan struct{})
+}
+
+// state reports what a reader would see now, and a channel closed at the
+// next change. A nil Stdin is an empty, closed pipe.
+func (s *Stdin) state() (buffered int, eof bool, wake <-chan struct{}) {
+	if s == nil {
+		return 0, true, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.buf), s.closed && len(s.buf) == 0, s.wake
+}
+
+// readInto fills bufs from the buffer without blocking.
+func (s *Stdin) readInto(bufs [][]byte) int {
+	if s == nil {
+		return 0
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, b := range bufs {
+		c := copy(b, s.buf)
+		s.buf = s.buf[c:]
+		n += c
+		if len(s.buf) == 0 {
+			break
+		}
+	}
+	if len(s.buf) == 0 {
+		s.buf = nil // let the backing array go
+	}
+	return n
+}
