@@ -43,14 +43,14 @@ func errorf(code, format string, args ...any) *Error {
 // request (answered false) or had already seen answered (answered true).
 func ErrUnexpectedID(id ID, answered bool) *Error {
 	if answered {
-		return errorf(CodeUnexpectedID, "the module answered id %s a second time; answer each request exactly once", id)
+		return errorf(CodeUnexpectedID, "the module answered id %s a second time; answer each request exactly once", shortID(id))
 	}
-	return errorf(CodeUnexpectedID, "the module answered id %s, which the host never sent; copy the request's id unchanged into the response", id)
+	return errorf(CodeUnexpectedID, "the module answered id %s, which the host never sent; copy the request's id unchanged into the response", shortID(id))
 }
 
 // ErrServerRequest is the crash for a request sent by the module.
 func ErrServerRequest(method string, id ID) *Error {
-	return errorf(CodeServerRequest, "the module sent a request (method %q, id %s); a stateless MCP server must not send requests to the host", method, id)
+	return errorf(CodeServerRequest, "the module sent a request (method %s, id %s); a stateless MCP server must not send requests to the host", quoteShort(method, 80), shortID(id))
 }
 
 // ErrJSONRPC is the crash for an error response.
@@ -82,4 +82,13 @@ func quoteShort(s string, n int) string {
 		cut--
 	}
 	return fmt.Sprintf("%q… (%d bytes)", s[:cut], len(s))
+}
+
+// shortID renders an id for a message, cut so a hostile id cannot bloat it.
+func shortID(id ID) string {
+	s := id.String()
+	if len(s) <= 80 {
+		return s
+	}
+	return s[:80] + fmt.Sprintf("… (%d bytes)", len(s))
 }

@@ -121,7 +121,7 @@ func ValidateTools(tools []Tool, maxTools int) (*ToolSet, []*Error) {
 	if maxTools > 0 && len(tools) > maxTools {
 		report(errorf(CodeInvalidTool, "tools/list returned %d tools; at most %d are allowed", len(tools), maxTools))
 	}
-	set := &ToolSet{tools: tools, byName: make(map[string]*CompiledTool, len(tools))}
+	set := &ToolSet{tools: append([]Tool(nil), tools...), byName: make(map[string]*CompiledTool, len(tools))}
 	firstAt := make(map[string]int, len(tools))
 	for i, t := range tools {
 		label := toolLabel(i, t)

@@ -137,7 +137,7 @@ func viewImage(b ContentBlock) ViewItem {
 	}
 	if got := ImageType(raw); got != mime {
 		if got == "" {
-			return note("image omitted: its bytes are not a %s image", mime)
+			return note("image omitted: its bytes are not %s data (the magic bytes do not match)", mime)
 		}
 		return note("image omitted: declared %s but the bytes are %s", mime, got)
 	}
