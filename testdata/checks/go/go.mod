@@ -1,0 +1,3 @@
+module checkguests
+
+go 1.26
