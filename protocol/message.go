@@ -232,7 +232,15 @@ func invalidUTF8At(b []byte) int {
 
 // snippet quotes the first bytes of a line for a message.
 func snippet(line []byte) string {
-	return quoteShort(string(bytes.TrimSpace(line)), 80)
+	line = bytes.TrimSpace(line)
+	if len(line) <= 80 {
+		return fmt.Sprintf("%q", line)
+	}
+	cut := 80
+	for cut > 0 && line[cut]&0xC0 == 0x80 {
+		cut--
+	}
+	return fmt.Sprintf("%q… (%d bytes)", line[:cut], len(line))
 }
 
 func quoteRaw(raw json.RawMessage) string {
