@@ -18,6 +18,7 @@ var idnaProfile = idna.New(
 	idna.MapForLookup(),
 	idna.BidiRule(),
 	idna.CheckJoiners(true),
+	idna.CheckHyphens(false),
 	idna.StrictDomainName(false),
 	idna.Transitional(false),
 )

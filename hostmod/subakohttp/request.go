@@ -181,7 +181,7 @@ func parseRequest(doc []byte, maxSize int64, p *Policy) (*parsedRequest, *Error)
 		var ms json.Number
 		d := json.NewDecoder(bytes.NewReader(raw))
 		d.UseNumber()
-		if err := d.Decode(&ms); err != nil {
+		if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] == '"' || d.Decode(&ms) != nil {
 			return nil, invalid("\"timeout_ms\" must be a positive whole number of milliseconds")
 		}
 		n, err := ms.Int64()
