@@ -295,6 +295,14 @@ func readTag(r *reader) (Tag, error) {
 // readExpr reads a constant expression through its final end.
 func readExpr(r *reader) (Expr, error) {
 	start := r.pos
+	// Fast path for the usual segment offset, `i32.const n end`: Go modules
+	// have tens of thousands of data segments.
+	if b := r.b[start:]; len(b) >= 3 && b[0] == byte(OpI32Const) {
+		if _, n, err := readSigned(b[1:], 32); err == nil && 1+n < len(b) && b[1+n] == byte(OpEnd) {
+			r.pos += n + 2
+			return Expr{Offset: r.base + start, Bytes: r.b[start:r.pos:r.pos]}, nil
+		}
+	}
 	w := Walker{r: reader{b: r.b[:len(r.b):len(r.b)], pos: r.pos, base: r.base}}
 	var in Instr
 	for {

@@ -148,6 +148,7 @@ const (
 	immTryTable            // block type, vec(catch)
 	immHeapType            // s33 heap type (ref.null)
 	immZeroByte            // a reserved 0x00 byte (atomic.fence)
+	immPrefixed            // a prefix byte: the sub-opcode decides (walker-internal)
 )
 
 type opInfo struct {

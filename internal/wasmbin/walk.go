@@ -57,8 +57,9 @@ type Catch struct {
 	Label uint32
 }
 
-// Instr is one decoded instruction. Which immediate fields are set depends
-// on Op:
+// Instr is one decoded instruction. Op, Offset, Start and End are always
+// set; which immediate fields are set depends on Op, and the others keep
+// whatever the previous instruction left in them:
 //
 //   - Block: block, loop, if, try, try_table.
 //   - Index: the single index immediate (label of br/br_if/rethrow/delegate/
@@ -149,53 +150,81 @@ func (w *Walker) Next(in *Instr) error {
 	start := r.pos
 	c := r.b[start]
 	r.pos++
-	*in = Instr{Op: Opcode(c), Offset: r.base + start, Start: start}
-	info := singleOps[c]
-	if c >= PrefixGC && c <= PrefixThreads {
-		sub, err := r.u32("opcode")
-		if err != nil {
+	// Only the fields of this opcode's shape are written (see Instr); not
+	// zeroing the whole struct keeps a walk over a 15 MB module cheap.
+	in.Op, in.Offset, in.Start = Opcode(c), r.base+start, start
+	switch kind := singleImms[c]; kind {
+	case immNone:
+	case immIndex:
+		if r.pos < len(r.b) && r.b[r.pos] < 0x80 {
+			in.Index = uint32(r.b[r.pos])
+			r.pos++
+			break
+		}
+		fallthrough
+	default:
+		if c >= PrefixGC && c <= PrefixThreads {
+			sub, err := r.u32("opcode")
+			if err != nil {
+				return err
+			}
+			if c == PrefixGC {
+				return errAt(r.base+start, ErrUnknownOpcode, "unsupported GC-proposal instruction 0xfb 0x%x", sub)
+			}
+			if sub > 0xffff {
+				return errAt(r.base+start, ErrUnknownOpcode, "unknown opcode 0x%02x 0x%x", c, sub)
+			}
+			in.Op = Opcode(c)<<16 | Opcode(sub)
+			info, _ := lookupOp(in.Op)
+			kind = info.imm
+		}
+		if err := w.immediates(in, kind); err != nil {
+			if e, ok := err.(*Error); ok && !errors.Is(e, ErrUnknownOpcode) {
+				e.Msg = in.Op.String() + ": " + e.Msg
+			}
 			return err
 		}
-		if c == PrefixGC {
-			return errAt(r.base+start, ErrUnknownOpcode, "unsupported GC-proposal instruction 0xfb 0x%x", sub)
-		}
-		if sub > 0xffff {
-			return errAt(r.base+start, ErrUnknownOpcode, "unknown opcode 0x%02x 0x%x", c, sub)
-		}
-		in.Op = Opcode(c)<<16 | Opcode(sub)
-		info, _ = lookupOp(in.Op)
 	}
-	if err := w.immediates(in, info.imm); err != nil {
-		if e, ok := err.(*Error); ok && !errors.Is(e, ErrUnknownOpcode) {
-			e.Msg = in.Op.String() + ": " + e.Msg
-		}
-		return err
-	}
-	switch in.Op {
-	case OpBlock, OpLoop, OpIf, OpTry, OpTryTable:
-		w.depth++
-	case OpEnd:
-		if w.depth == 0 {
-			w.done = true
-		} else {
+	if c <= byte(OpTryTable) {
+		switch in.Op {
+		case OpBlock, OpLoop, OpIf, OpTry, OpTryTable:
+			w.depth++
+		case OpEnd:
+			if w.depth == 0 {
+				w.done = true
+			} else {
+				w.depth--
+			}
+		case OpDelegate:
+			// delegate closes its try block the way end does.
+			if w.depth == 0 {
+				return errAt(in.Offset, nil, "delegate outside a try block")
+			}
 			w.depth--
 		}
-	case OpDelegate:
-		// delegate closes its try block the way end does.
-		if w.depth == 0 {
-			return errAt(in.Offset, nil, "delegate outside a try block")
-		}
-		w.depth--
 	}
 	in.End = r.pos
 	return nil
 }
 
+// singleImms is the immediate shape of each single-byte opcode, the table
+// the walker's hot path reads; the prefixes are marked so they take the
+// slow path.
+var singleImms = func() (t [256]imm) {
+	for i, info := range singleOps {
+		t[i] = info.imm
+	}
+	for _, p := range []byte{PrefixGC, PrefixMisc, PrefixSIMD, PrefixThreads} {
+		t[p] = immPrefixed
+	}
+	return t
+}()
+
 func (w *Walker) immediates(in *Instr, kind imm) error {
 	r := &w.r
 	var err error
 	switch kind {
-	case immNone:
+	case immNone, immPrefixed:
 	case immIndex:
 		in.Index, err = r.u32("immediate")
 	case immIndex2:
@@ -323,6 +352,14 @@ func (w *Walker) immediates(in *Instr, kind imm) error {
 
 func (w *Walker) memArg(in *Instr) error {
 	r := &w.r
+	// Fast path: one-byte alignment (no memory index) and one-byte offset,
+	// the shape of nearly every load and store.
+	if p := r.pos; p+1 < len(r.b) && r.b[p] < 0x40 && r.b[p+1] < 0x80 {
+		in.Mem = MemArg{Align: uint32(r.b[p]), Offset: uint64(r.b[p+1])}
+		r.pos += 2
+		return nil
+	}
+	in.Mem.Memory = 0
 	a, err := r.u32("memory alignment")
 	if err != nil {
 		return err

@@ -1,0 +1,320 @@
+package modcheck
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/subako/subako-runner/internal/wasmbin"
+)
+
+const pageSize = 64 << 10
+
+// Check runs every check of host-contract §2 on a module's bytes and
+// returns every problem found, in a stable order (nil for a module that
+// passes). A header that is not a core module (not_wasm, component) or a
+// module that does not decode (invalid_module) is reported alone, since the
+// other checks have nothing sound to look at; otherwise every check runs.
+func Check(wasm []byte, opts Options) []Problem {
+	if _, err := wasmbin.ParseHeader(wasm); err != nil {
+		switch {
+		case errors.Is(err, wasmbin.ErrNotWasm):
+			return []Problem{{CodeNotWasm, "this is not a WebAssembly module: " + errMsg(err)}}
+		case errors.Is(err, wasmbin.ErrComponent):
+			return []Problem{{CodeComponent, "this is a WebAssembly component, ABI 1 needs a core module (WASI preview 1 command)"}}
+		}
+		return []Problem{{CodeInvalidModule, "the module header is invalid: " + errMsg(err)}}
+	}
+	m, err := wasmbin.Decode(wasm)
+	if err != nil {
+		return []Problem{{CodeInvalidModule, "the module is malformed " + errWhere(err)}}
+	}
+	c := &checker{m: m, opts: opts}
+	c.types()
+	c.imports()
+	c.memories()
+	c.tags()
+	c.exports()
+	c.code()
+	return c.problems
+}
+
+func errMsg(err error) string {
+	var e *wasmbin.Error
+	if errors.As(err, &e) {
+		return e.Msg
+	}
+	return err.Error()
+}
+
+// errWhere renders a decoder error as "at byte 0x1f: <what>".
+func errWhere(err error) string {
+	var e *wasmbin.Error
+	if errors.As(err, &e) {
+		return fmt.Sprintf("at byte offset 0x%x: %s", e.Offset, e.Msg)
+	}
+	return ": " + err.Error()
+}
+
+type checker struct {
+	m        *wasmbin.Module
+	opts     Options
+	problems []Problem
+	// typesOK is false when some function refers to a missing type, so
+	// signature checks must not index m.Types blindly.
+	typesOK bool
+}
+
+func (c *checker) add(code, format string, args ...any) {
+	p := Problem{code, fmt.Sprintf(format, args...)}
+	for _, q := range c.problems {
+		if q == p {
+			return // identical duplicate imports would repeat the sentence
+		}
+	}
+	c.problems = append(c.problems, p)
+}
+
+// types reports type indices that point nowhere; wazero would refuse them
+// too, but the signature checks below need to know.
+func (c *checker) types() {
+	c.typesOK = true
+	n := uint64(len(c.m.Types))
+	for _, im := range c.m.Imports {
+		if (im.Kind == wasmbin.KindFunc || im.Kind == wasmbin.KindTag) && uint64(im.TypeIndex) >= n {
+			c.add(CodeInvalidModule, "import %q.%q refers to type %d, but the module has %d types", im.Module, im.Name, im.TypeIndex, n)
+			c.typesOK = false
+		}
+	}
+	imported := c.m.NumImported(wasmbin.KindFunc)
+	for i, t := range c.m.Functions {
+		if uint64(t) >= n {
+			c.add(CodeInvalidModule, "function %d refers to type %d, but the module has %d types", imported+i, t, n)
+			c.typesOK = false
+		}
+	}
+}
+
+func (c *checker) imports() {
+	for _, im := range c.m.Imports {
+		switch im.Kind {
+		case wasmbin.KindFunc:
+		case wasmbin.KindTag:
+			c.add(CodeExceptions, "import %q.%q is an exception tag; exception handling is not supported", im.Module, im.Name)
+			continue
+		default:
+			c.add(CodeNonFunctionImport, "import %q.%q is a %s; ABI 1 modules may import only functions (define and export your own memory, tables and globals)", im.Module, im.Name, im.Kind)
+			if im.Kind == wasmbin.KindMemory && im.Memory.Shared {
+				c.add(CodeThreads, "imported memory %q.%q is shared (threads); shared memory is not supported", im.Module, im.Name)
+			}
+			continue
+		}
+		s, moduleKnown, ok := lookupSig(im.Module, im.Name)
+		switch {
+		case !moduleKnown:
+			hint := ""
+			if im.Module == "wasi_unstable" {
+				hint = " (wasi_unstable is the WASI snapshot before preview 1; rebuild for wasi_snapshot_preview1)"
+			}
+			c.add(CodeUnknownImport, "import %q.%q: subako provides only wasi_snapshot_preview1 and subako_http imports%s", im.Module, im.Name, hint)
+		case !ok:
+			c.add(CodeUnknownImport, "import %q.%q: %s has no function named %q", im.Module, im.Name, im.Module, im.Name)
+		case c.typesOK:
+			if got := c.m.Types[im.TypeIndex]; !s.sameType(got) {
+				c.add(CodeImportSignature, "import %q.%q has type %s, but %s.%s is %s", im.Module, im.Name, got, im.Module, im.Name, s.funcType())
+			}
+		}
+	}
+}
+
+func (c *checker) memories() {
+	imported := c.m.NumImported(wasmbin.KindMemory)
+	for i, l := range c.m.Memories {
+		idx := imported + i
+		if l.Shared {
+			c.add(CodeThreads, "memory %d is shared (threads); shared memory is not supported", idx)
+		}
+		if max := c.opts.MaxMemoryBytes; max > 0 && l.Min > uint64(max)/pageSize {
+			c.add(CodeMemoryTooLarge, "memory %d starts at %d pages of 64 KiB (%s), above the memory limit of %s", idx, l.Min, pagesBytes(l.Min), formatBytes(max))
+		}
+	}
+}
+
+func pagesBytes(pages uint64) string {
+	if pages > 1<<40 {
+		return fmt.Sprintf("%d pages", pages)
+	}
+	return formatBytes(int64(pages) * pageSize)
+}
+
+func (c *checker) tags() {
+	if n := len(c.m.Tags); n > 0 {
+		c.add(CodeExceptions, "the module has a tag section (%s); exception handling is not supported", plural(n, "exception tag"))
+	}
+}
+
+func (c *checker) exports() {
+	var start, memory *wasmbin.Export
+	for i := range c.m.Exports {
+		e := &c.m.Exports[i]
+		switch e.Name {
+		case "_start":
+			start = e
+		case "memory":
+			memory = e
+		case "_initialize":
+			c.add(CodeReactor, "the module exports _initialize, so it is a WASI reactor (a library); ABI 1 needs a WASI command, which exports _start and not _initialize")
+		}
+	}
+
+	switch {
+	case start == nil:
+		c.add(CodeMissingStart, "the module exports no function named _start; ABI 1 runs WASI commands, whose entry point is _start")
+	case start.Kind != wasmbin.KindFunc:
+		c.add(CodeMissingStart, "export \"_start\" is a %s, not a function", start.Kind)
+	default:
+		t, ok := c.m.FuncType(start.Index)
+		switch {
+		case !ok && c.typesOK:
+			c.add(CodeInvalidModule, "export \"_start\" refers to function %d, which does not exist", start.Index)
+		case ok && (len(t.Params) != 0 || len(t.Results) != 0):
+			c.add(CodeBadStartSignature, "_start has type %s; it must take no parameters and return nothing: () -> ()", t)
+		}
+	}
+
+	switch {
+	case memory != nil && memory.Kind != wasmbin.KindMemory:
+		c.add(CodeMissingMemory, "export \"memory\" is a %s, not a memory; ABI 1 needs the module's memory exported as \"memory\"", memory.Kind)
+	case memory == nil:
+		other := ""
+		for _, e := range c.m.Exports {
+			if e.Kind == wasmbin.KindMemory {
+				other = fmt.Sprintf(" (memory %d is exported as %q)", e.Index, e.Name)
+				break
+			}
+		}
+		if len(c.m.Memories) == 0 && c.m.NumImported(wasmbin.KindMemory) == 0 {
+			c.add(CodeMissingMemory, "the module has no memory; ABI 1 needs a memory exported as \"memory\"")
+		} else {
+			c.add(CodeMissingMemory, "the module does not export its memory as \"memory\"%s; WASI needs it under that name", other)
+		}
+	}
+}
+
+// instrUse remembers the first use of a family of instructions and how many
+// uses there are in how many functions.
+type instrUse struct {
+	first     wasmbin.Opcode
+	firstFunc int
+	// legacy and legacyFunc: the first legacy exception-handling
+	// instruction, named in preference because wazero's own error for it is
+	// the unhelpful "invalid instruction 0x6".
+	legacy     wasmbin.Opcode
+	legacyFunc int
+	hasLegacy  bool
+	count      int
+	funcs      int
+	ops        []wasmbin.Opcode // distinct opcodes, in order of first use
+}
+
+func (u *instrUse) note(op wasmbin.Opcode, fn int, newFunc bool) {
+	if u.count == 0 {
+		u.first, u.firstFunc = op, fn
+	}
+	if !u.hasLegacy && op.IsLegacyExceptionHandling() {
+		u.legacy, u.legacyFunc, u.hasLegacy = op, fn, true
+	}
+	u.count++
+	if newFunc {
+		u.funcs++
+	}
+	for _, o := range u.ops {
+		if o == op {
+			return
+		}
+	}
+	if len(u.ops) < 16 {
+		u.ops = append(u.ops, op)
+	}
+}
+
+// code walks every function body once: it finds atomic and
+// exception-handling instructions, and any instruction that does not
+// decode.
+func (c *checker) code() {
+	imported := c.m.NumImported(wasmbin.KindFunc)
+	var atomics, eh instrUse
+	var in wasmbin.Instr
+	w := wasmbin.NewWalker(nil, 0)
+	for i := range c.m.Codes {
+		code := &c.m.Codes[i]
+		fn := imported + i
+		w.Reset(code.Expr, code.ExprOffset)
+		lastAtomic, lastEH := -1, -1
+		for {
+			err := w.Next(&in)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				c.add(CodeInvalidModule, "%s is malformed %s", c.funcName(fn), errWhere(err))
+				break
+			}
+			switch {
+			case in.Op.IsAtomic():
+				atomics.note(in.Op, fn, lastAtomic != fn)
+				lastAtomic = fn
+			case in.Op.IsExceptionHandling():
+				eh.note(in.Op, fn, lastEH != fn)
+				lastEH = fn
+			}
+		}
+	}
+	if atomics.count > 0 {
+		c.add(CodeThreads, "%s uses the atomic instruction `%s`; atomics (threads) are not supported%s",
+			c.funcName(atomics.firstFunc), atomics.first, atomics.summary("atomic"))
+	}
+	if eh.count > 0 {
+		op, fn, kind := eh.first, eh.firstFunc, "exception handling"
+		if eh.hasLegacy {
+			op, fn, kind = eh.legacy, eh.legacyFunc, "legacy exceptions"
+		}
+		c.add(CodeExceptions, "%s uses the exception-handling instruction `%s` (%s); exception handling is not supported%s",
+			c.funcName(fn), op, kind, eh.summary("exception-handling"))
+	}
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
+func (u *instrUse) summary(what string) string {
+	if u.count == 1 {
+		return ""
+	}
+	names := make([]string, len(u.ops))
+	for i, o := range u.ops {
+		names[i] = "`" + o.String() + "`"
+	}
+	return fmt.Sprintf(" (in all, %s in %s: %s)", plural(u.count, what+" instruction"), plural(u.funcs, "function"), strings.Join(names, ", "))
+}
+
+// funcName names function idx for a package author: its index, plus its
+// name from the name section when the module keeps one.
+func (c *checker) funcName(idx int) string {
+	if s, ok := c.m.CustomSection("name"); ok {
+		if name, ok := wasmbin.FuncName(s.Content, uint32(idx)); ok && name != "" {
+			return fmt.Sprintf("function %d (%s)", idx, name)
+		}
+	}
+	for _, e := range c.m.Exports {
+		if e.Kind == wasmbin.KindFunc && uint64(e.Index) == uint64(idx) {
+			return fmt.Sprintf("function %d (export %q)", idx, e.Name)
+		}
+	}
+	return fmt.Sprintf("function %d", idx)
+}

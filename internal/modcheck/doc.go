@@ -1,0 +1,13 @@
+// Package modcheck runs the upload-time module checks of ABI 1
+// (host-contract §2): it decodes a module with wasmbin and reports every
+// problem it finds, each with a stable code and a sentence that names the
+// offending import, export, section or instruction.
+//
+// It exists separately from compilation because wazero's own errors are
+// not acceptable for package authors ("invalid version header" for a
+// component, "invalid instruction 0x6" for legacy exceptions, silence for a
+// reactor), and because authors should see all their problems at once, not
+// the first one. It does not type-check: the caller still compiles with
+// wazero. It also holds the import allowlist (WASIFunctions,
+// SubakoHTTPFunctions, LookupImport) for the host layers to share.
+package modcheck

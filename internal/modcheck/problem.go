@@ -1,0 +1,60 @@
+package modcheck
+
+import "fmt"
+
+// Problem codes (host-contract §2). They are stable: callers, the CLI's
+// JSON output and package authors' tooling match on them.
+const (
+	CodeNotWasm           = "not_wasm"
+	CodeComponent         = "component"
+	CodeModuleTooLarge    = "module_too_large"
+	CodeInvalidModule     = "invalid_module"
+	CodeThreads           = "threads"
+	CodeExceptions        = "exceptions"
+	CodeMissingStart      = "missing_start"
+	CodeBadStartSignature = "bad_start_signature"
+	CodeReactor           = "reactor"
+	CodeMissingMemory     = "missing_memory"
+	CodeUnknownImport     = "unknown_import"
+	CodeImportSignature   = "import_signature"
+	CodeNonFunctionImport = "non_function_import"
+	CodeMemoryTooLarge    = "memory_too_large"
+)
+
+// Problem is one failed check: a stable code and a sentence for the package
+// author.
+type Problem struct {
+	Code, Message string
+}
+
+func (p Problem) String() string { return p.Code + ": " + p.Message }
+
+// Options configures Check.
+type Options struct {
+	// MaxMemoryBytes is the memory limit; a memory whose initial size is
+	// above it is reported as memory_too_large. Zero or negative disables
+	// the check.
+	MaxMemoryBytes int64
+}
+
+// ModuleTooLarge is the module_too_large problem for a module of size bytes
+// over a limit of limit bytes. The size check belongs to the caller, which
+// must refuse an oversized module before reading it; this keeps the
+// sentence the same everywhere.
+func ModuleTooLarge(size, limit int64) Problem {
+	return Problem{CodeModuleTooLarge, fmt.Sprintf("the module is %s, above the module size limit of %s", formatBytes(size), formatBytes(limit))}
+}
+
+func formatBytes(n int64) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%d GiB", n>>30)
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<20:
+		return fmt.Sprintf("%.2f MiB", float64(n)/(1<<20))
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
