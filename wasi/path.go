@@ -2,17 +2,423 @@ package wasi
 
 import (
 	"context"
+	"io/fs"
+	"os"
+	"path"
+	"strings"
 
 	"github.com/tetratelabs/wazero/api"
 )
 
-func pathCreateDirectory(context.Context, *Instance, api.Module, []uint64) Errno  { return ErrnoNosys }
-func pathFilestatGet(context.Context, *Instance, api.Module, []uint64) Errno      { return ErrnoNosys }
-func pathFilestatSetTimes(context.Context, *Instance, api.Module, []uint64) Errno { return ErrnoNosys }
-func pathLink(context.Context, *Instance, api.Module, []uint64) Errno             { return ErrnoNosys }
-func pathOpen(context.Context, *Instance, api.Module, []uint64) Errno             { return ErrnoNosys }
-func pathReadlink(context.Context, *Instance, api.Module, []uint64) Errno         { return ErrnoNosys }
-func pathRemoveDirectory(context.Context, *Instance, api.Module, []uint64) Errno  { return ErrnoNosys }
-func pathRename(context.Context, *Instance, api.Module, []uint64) Errno           { return ErrnoNosys }
-func pathSymlink(context.Context, *Instance, api.Module, []uint64) Errno          { return ErrnoNosys }
-func pathUnlinkFile(context.Context, *Instance, api.Module, []uint64) Errno       { return ErrnoNosys }
+// dirFor returns the directory descriptor fd if it carries right.
+func (in *Instance) dirFor(fd uint32, right uint64) (*fdEntry, Errno) {
+	e, errno := in.get(fd)
+	if errno != ErrnoSuccess {
+		return nil, errno
+	}
+	if e.kind != kindDir {
+		return nil, ErrnoNotdir
+	}
+	if e.base&right == 0 {
+		return nil, ErrnoNotcapable
+	}
+	return e, ErrnoSuccess
+}
+
+// readPath reads a guest path relative to a directory descriptor. Absolute
+// paths name no directory descriptor's contents: ENOTCAPABLE, like "..".
+func readPath(m memory, ptr, n uint32) (string, Errno) {
+	s, ok := m.str(ptr, n)
+	switch {
+	case !ok:
+		return "", ErrnoFault
+	case s == "":
+		return "", ErrnoNoent
+	case strings.IndexByte(s, 0) >= 0:
+		return "", ErrnoInval
+	case strings.HasPrefix(s, "/"):
+		return "", ErrnoNotcapable
+	}
+	return s, ErrnoSuccess
+}
+
+// joinRel appends p to a mount-relative directory path without cleaning it,
+// so that ".." keeps its meaning after symbolic links when os.Root resolves
+// the result.
+func joinRel(dir, p string) string {
+	if dir == "." {
+		return p
+	}
+	return dir + "/" + p
+}
+
+// lexEscapes reports whether p, read as text, leaves its directory.
+func lexEscapes(p string) bool {
+	c := path.Clean(p)
+	return path.IsAbs(c) || c == ".." || strings.HasPrefix(c, "../")
+}
+
+// twoDirs resolves the (root, old, new) of an operation on two directory
+// descriptors: the same descriptor resolves beneath it; two descriptors of
+// one mount resolve from the mount root, each path first checked not to
+// leave its own directory; different mounts are EXDEV.
+func (in *Instance) twoDirs(a *fdEntry, oldPath string, b *fdEntry, newPath string) (*os.Root, string, string, Errno) {
+	if a == b {
+		return a.root, oldPath, newPath, ErrnoSuccess
+	}
+	if a.mount != b.mount || in.cfg.Mounts == nil {
+		return nil, "", "", ErrnoXdev
+	}
+	if lexEscapes(oldPath) || lexEscapes(newPath) {
+		return nil, "", "", ErrnoNotcapable
+	}
+	return in.mountRoot(a), joinRel(a.rel, oldPath), joinRel(b.rel, newPath), ErrnoSuccess
+}
+
+func pathOpen(_ context.Context, in *Instance, mod api.Module, p []uint64) Errno {
+	dir, errno := in.dirFor(uint32(p[0]), RightPathOpen)
+	if errno != ErrnoSuccess {
+		return errno
+	}
+	m := memOf(mod)
+	name, errno := readPath(m, uint32(p[2]), uint32(p[3]))
+	if errno != ErrnoSuccess {
+		return errno
+	}
+	resPtr := uint32(p[8])
+	if !m.ok(resPtr, 4) {
+		return ErrnoFault
+	}
+	follow := uint32(p[1])&lookupSymlinkFollow != 0
+	oflags, fdflags := uint32(p[4]), uint32(p[7])
+	if oflags&^0xf != 0 || fdflags&^uint32(fdflagsAll) != 0 {
+		return ErrnoInval
+	}
+	creat, directory := uint16(oflags)&oflagCreat != 0, uint16(oflags)&oflagDirectory != 0
+	excl, trunc := uint16(oflags)&oflagExcl != 0, uint16(oflags)&oflagTrunc != 0
+	switch {
+	case creat && dir.base&RightPathCreateFile == 0:
+		return ErrnoNotcapable
+	case trunc && dir.base&RightPathFilestatSetSize == 0:
+		return ErrnoNotcapable
+	case directory && (creat || trunc):
+		return ErrnoInval
+	}
+	base, inherit := p[5]&dir.inherit, p[6]&dir.inherit
+	write := base&RightFdWrite != 0
+	read := base&(RightFdRead|RightFdReaddir) != 0
+	if dir.readOnly && (write || creat || trunc || uint16(fdflags)&fdflagAppend != 0) {
+		return ErrnoRofs
+	}
+	if directory && write {
+		return ErrnoIsdir
+	}
+	if !follow {
+		// os.Root follows a final symbolic link; O_NOFOLLOW is ours to do.
+		if info, err := dir.root.Lstat(name); err == nil && info.Mode()&fs.ModeSymlink != 0 {
+			if creat && excl {
+				return ErrnoExist
+			}
+			return ErrnoLoop
+		}
+	}
+	flag := noBlockOpenFlag
+	switch {
+	case write && read:
+		flag |= os.O_RDWR
+	case write:
+		flag |= os.O_WRONLY
+	}
+	if directory {
+		flag |= dirOpenFlag
+	}
+	if creat {
+		flag |= os.O_CREATE
+	}
+	if excl {
+		flag |= os.O_EXCL
+	}
+	if trunc {
+		flag |= os.O_TRUNC
+	}
+	f, err := dir.root.OpenFile(name, flag, 0o644)
+	if err != nil {
+		return errnoOf(err)
+	}
+	info, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return errnoOf(err)
+	}
+	e := &fdEntry{
+		inherit: inherit, flags: uint16(fdflags), mount: dir.mount,
+		rel: joinRel(dir.rel, name), readOnly: dir.readOnly,
+	}
+	if info.IsDir() {
+		f.Close()
+		sub, err := dir.root.OpenRoot(name)
+		if err != nil {
+			return errnoOf(err)
+		}
+		e.kind, e.base, e.root, e.ownsRoot = kindDir, base&dirRights, sub, true
+	} else {
+		if directory {
+			f.Close()
+			return ErrnoNotdir
+		}
+		if !info.Mode().IsRegular() {
+			f.Close()
+			return ErrnoNotsup
+		}
+		e.kind, e.base, e.file = kindFile, base&fileRights, f
+	}
+	fd, errno := in.add(e)
+	if errno != ErrnoSuccess {
+		e.close()
+		return errno
+	}
+	m.putU32(resPtr, fd)
+	return ErrnoSuccess
+}
+
+func pathCreateDirectory(_ context.Context, in *Instance, mod api.Module, p []uint64) Errno {
+	dir, errno := in.dirFor(uint32(p[0]), RightPathCreateDirectory)
+	if errno != ErrnoSuccess {
+		return errno
+	}
+	name, errno := readPath(memOf(mod), uint32(p[1]), uint32(p[2]))
+	if errno != ErrnoSuccess {
+		return errno
+	}
+	if dir.readOnly {
+		return ErrnoRofs
+	}
+	return errnoOf(dir.root.Mkdir(name, 0o755))
+}
+
+func pathFilestatGet(_ context.Context, in *Instance, mod api.Module, p []uint64) Errno {
+	dir, errno := in.dirFor(uint32(p[0]), RightPathFilestatGet)
+	if errno != ErrnoSuccess {
+		return errno
+	}
+	m := memOf(mod)
+	name, errno := readPath(m, uint32(p[2]), uint32(p[3]))
+	if errno != ErrnoSuccess {
+		return errno
+	}
+	b, ok := m.slice(uint32(p[4]), sizeFilestat)
+	if !ok {
+		return ErrnoFault
+	}
+	var info fs.FileInfo
+	var err error
+	if uint32(p[1])&lookupSymlinkFollow != 0 {
+		info, err = dir.root.Stat(name)
+	} else {
+		info, err = dir.root.Lstat(name)
+	}
+	if err != nil {
+		return errnoOf(err)
+	}
+	st := filestat(info)
+	copy(b, st[:])
+	return ErrnoSuccess
+}
+
+func pathFilestatSetTimes(_ context.Context, in *Instance, mod api.Module, p []uint64) Errno {
+	dir, errno := in.dirFor(uint32(p[0]), RightPathFilestatSetTimes)
+	if errno != ErrnoSuccess {
+		return errno
+	}
+	name, errno := readPath(memOf(mod), uint32(p[2]), uint32(p[3]))
+	if errno != ErrnoSuccess {
+		return errno
+	}
+	a, mt, errno := times(p[4], p[5], uint16(p[6]))
+	if errno != ErrnoSuccess {
+		return errno
+	}
+	if dir.readOnly {
+		return ErrnoRofs
+	}
+	if uint32(p[1])&lookupSymlinkFollow == 0 {
+		info, err := dir.root.Lstat(name)
+		if err != nil {
+			return errnoOf(err)
+		}
+		if info.Mode()&fs.ModeSymlink != 0 {
+			return ErrnoNotsup
+		}
+	}
+	if uint16(p[6]) == 0 {
+		_, err := dir.root.Stat(name)
+		return errnoOf(err)
+	}
+	return errnoOf(dir.root.Chtimes(name, a, mt))
+}
+
+func pathLink(_ context.Context, in *Instance, mod api.Module, p []uint64) Errno {
+	a, errno := in.dirFor(uint32(p[0]), RightPathLinkSource)
+	if errno != ErrnoSuccess {
+		return errno
+	}
+	b, errno := in.dirFor(uint32(p[4]), RightPathLinkTarget)
+	if errno != ErrnoSuccess {
+		return errno
+	}
+	m := memOf(mod)
+	oldName, errno := readPath(m, uint32(p[2]), uint32(p[3]))
+	if errno != ErrnoSuccess {
+		return errno
+	}
+	newName, errno := readPath(m, uint32(p[5]), uint32(p[6]))
+	if errno != ErrnoSuccess {
+		return errno
+	}
+	if a.readOnly || b.readOnly {
+		return ErrnoRofs
+	}
+	root, oldName, newName, errno := in.twoDirs(a, oldName, b, newName)
+	if errno != ErrnoSuccess {
+		return errno
+	}
+	if uint32(p[1])&lookupSymlinkFollow != 0 {
+		info, err := root.Lstat(oldName)
+		if err != nil {
+			return errnoOf(err)
+		}
+		if info.Mode()&fs.ModeSymlink != 0 {
+			return ErrnoNotsup
+		}
+	}
+	return errnoOf(root.Link(oldName, newName))
+}
+
+func pathReadlink(_ context.Context, in *Instance, mod api.Module, p []uint64) Errno {
+	dir, errno := in.dirFor(uint32(p[0]), RightPathReadlink)
+	if errno != ErrnoSuccess {
+		return errno
+	}
+	m := memOf(mod)
+	name, errno := readPath(m, uint32(p[1]), uint32(p[2]))
+	if errno != ErrnoSuccess {
+		return errno
+	}
+	buf, ok := m.slice(uint32(p[3]), uint32(p[4]))
+	if !ok || !m.ok(uint32(p[5]), 4) {
+		return ErrnoFault
+	}
+	target, err := dir.root.Readlink(name)
+	if err != nil {
+		return errnoOf(err)
+	}
+	m.putU32(uint32(p[5]), uint32(copy(buf, target)))
+	return ErrnoSuccess
+}
+
+func pathRemoveDirectory(_ context.Context, in *Instance, mod api.Module, p []uint64) Errno {
+	dir, errno := in.dirFor(uint32(p[0]), RightPathRemoveDirectory)
+	if errno != ErrnoSuccess {
+		return errno
+	}
+	name, errno := readPath(memOf(mod), uint32(p[1]), uint32(p[2]))
+	if errno != ErrnoSuccess {
+		return errno
+	}
+	if dir.readOnly {
+		return ErrnoRofs
+	}
+	// Root.Remove removes files too; check the kind first.
+	info, err := dir.root.Lstat(name)
+	if err != nil {
+		return errnoOf(err)
+	}
+	if !info.IsDir() {
+		return ErrnoNotdir
+	}
+	return errnoOf(dir.root.Remove(name))
+}
+
+func pathUnlinkFile(_ context.Context, in *Instance, mod api.Module, p []uint64) Errno {
+	dir, errno := in.dirFor(uint32(p[0]), RightPathUnlinkFile)
+	if errno != ErrnoSuccess {
+		return errno
+	}
+	name, errno := readPath(memOf(mod), uint32(p[1]), uint32(p[2]))
+	if errno != ErrnoSuccess {
+		return errno
+	}
+	if dir.readOnly {
+		return ErrnoRofs
+	}
+	// Root.Remove removes empty directories too; check the kind first.
+	info, err := dir.root.Lstat(name)
+	if err != nil {
+		return errnoOf(err)
+	}
+	if info.IsDir() {
+		return ErrnoIsdir
+	}
+	if strings.HasSuffix(name, "/") {
+		return ErrnoNotdir
+	}
+	return errnoOf(dir.root.Remove(name))
+}
+
+func pathRename(_ context.Context, in *Instance, mod api.Module, p []uint64) Errno {
+	a, errno := in.dirFor(uint32(p[0]), RightPathRenameSource)
+	if errno != ErrnoSuccess {
+		return errno
+	}
+	b, errno := in.dirFor(uint32(p[3]), RightPathRenameTarget)
+	if errno != ErrnoSuccess {
+		return errno
+	}
+	m := memOf(mod)
+	oldName, errno := readPath(m, uint32(p[1]), uint32(p[2]))
+	if errno != ErrnoSuccess {
+		return errno
+	}
+	newName, errno := readPath(m, uint32(p[4]), uint32(p[5]))
+	if errno != ErrnoSuccess {
+		return errno
+	}
+	if a.readOnly || b.readOnly {
+		return ErrnoRofs
+	}
+	root, oldName, newName, errno := in.twoDirs(a, oldName, b, newName)
+	if errno != ErrnoSuccess {
+		return errno
+	}
+	return errnoOf(root.Rename(oldName, newName))
+}
+
+// pathSymlink creates a symbolic link. Following links is always confined
+// by os.Root; refusing targets that are absolute or lexically leave the
+// mount keeps the mount's contents meaningful to the host as well.
+func pathSymlink(_ context.Context, in *Instance, mod api.Module, p []uint64) Errno {
+	dir, errno := in.dirFor(uint32(p[2]), RightPathSymlink)
+	if errno != ErrnoSuccess {
+		return errno
+	}
+	m := memOf(mod)
+	target, ok := m.str(uint32(p[0]), uint32(p[1]))
+	if !ok {
+		return ErrnoFault
+	}
+	name, errno := readPath(m, uint32(p[3]), uint32(p[4]))
+	if errno != ErrnoSuccess {
+		return errno
+	}
+	switch {
+	case dir.readOnly:
+		return ErrnoRofs
+	case target == "":
+		return ErrnoNoent
+	case strings.IndexByte(target, 0) >= 0:
+		return ErrnoInval
+	case path.IsAbs(target) || lexEscapes(joinRel(path.Dir(joinRel(dir.rel, name)), target)):
+		return ErrnoNotcapable
+	}
+	return errnoOf(dir.root.Symlink(target, name))
+}
