@@ -161,10 +161,10 @@ func fsCases() []fsCase {
 				}
 			}},
 		{name: "quota: one huge write writes nothing", budget: 1000,
-			ops: []string{"write:/volume/tmp/f:1001", "size:/volume/tmp/f", "write:/volume/tmp/g:1000"},
+			ops:  []string{"write:/volume/tmp/f:1001", "size:/volume/tmp/f", "write:/volume/tmp/g:1000"},
 			want: []string{"errno=19", "ok 0", "ok"}},
 		{name: "quota: pwrite at a huge offset", budget: 1000,
-			ops: []string{"pwrite:/volume/tmp/f:1000000:1", "size:/volume/tmp/f", "pwrite:/volume/tmp/f:990:10", "size:/volume/tmp/f"},
+			ops:  []string{"pwrite:/volume/tmp/f:1000000:1", "size:/volume/tmp/f", "pwrite:/volume/tmp/f:990:10", "size:/volume/tmp/f"},
 			want: []string{"errno=19", "ok 0", "ok", "ok 1000"}},
 		{name: "quota: set_size growth", budget: 1000,
 			ops:  []string{"write:/volume/tmp/f:0", "truncate:/volume/tmp/f:5000", "truncate:/volume/tmp/f:600", "truncate:/volume/tmp/f:100", "truncate:/volume/tmp/f:600", "size:/volume/tmp/f"},
@@ -212,5 +212,24 @@ func TestFileSystemGoGuest(t *testing.T) {
 	wasm := testguest.Go(t, "../testdata/wasi/go/fsprobe")
 	for _, tc := range fsCases() {
 		t.Run(tc.name, func(t *testing.T) { runFS(t, wasm, tc) })
+	}
+}
+
+// cGuest is the committed wasi-libc build of testdata/wasi/c/fsprobe.c.
+const cGuest = "../testdata/wasi/c/fsprobe.wasm"
+
+func TestFileSystemCGuest(t *testing.T) {
+	cases := append(fsCases(),
+		fsCase{name: "stdio is a terminal to wasi-libc, so stdout is line-buffered",
+			ops: []string{"isatty:0", "isatty:1", "isatty:2"}, want: []string{"ok 1", "ok 1", "ok 1"}},
+		fsCase{name: "fd_fdstat_set_rights only drops rights",
+			ops: []string{"rights:/volume/tmp/r"}, want: []string{"ok 0,76,8"}},
+		fsCase{name: "fd_renumber and fd_tell",
+			ops: []string{"renumber:/volume/tmp/n"}, want: []string{"ok 0,0,3,8,8"}},
+		fsCase{name: "nanosleep through poll_oneoff",
+			ops: []string{"sleep:30"}, want: []string{"ok 1"}},
+	)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) { runFS(t, cGuest, tc) })
 	}
 }
