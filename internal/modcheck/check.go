@@ -11,6 +11,10 @@ import (
 
 const pageSize = 64 << 10
 
+// maxMalformedReports bounds the invalid_module problems for function
+// bodies; the rest are counted in one more problem.
+const maxMalformedReports = 3
+
 // Check runs every check of host-contract §2 on a module's bytes and
 // returns every problem found, in a stable order (nil for a module that
 // passes). A header that is not a core module (not_wasm, component) or a
@@ -245,6 +249,7 @@ func (u *instrUse) note(op wasmbin.Opcode, fn int, newFunc bool) {
 func (c *checker) code() {
 	imported := c.m.NumImported(wasmbin.KindFunc)
 	var atomics, eh instrUse
+	malformed := 0
 	var in wasmbin.Instr
 	w := wasmbin.NewWalker(nil, 0)
 	for i := range c.m.Codes {
@@ -258,7 +263,11 @@ func (c *checker) code() {
 				break
 			}
 			if err != nil {
-				c.add(CodeInvalidModule, "%s is malformed %s", c.funcName(fn), errWhere(err))
+				// A corrupted code section could fail in every function;
+				// a few named ones are enough to act on.
+				if malformed++; malformed <= maxMalformedReports {
+					c.add(CodeInvalidModule, "%s is malformed %s", c.funcName(fn), errWhere(err))
+				}
 				break
 			}
 			switch {
@@ -269,6 +278,13 @@ func (c *checker) code() {
 				eh.note(in.Op, fn, lastEH != fn)
 				lastEH = fn
 			}
+		}
+	}
+	if extra := malformed - maxMalformedReports; extra > 0 {
+		if extra == 1 {
+			c.add(CodeInvalidModule, "1 more function is malformed")
+		} else {
+			c.add(CodeInvalidModule, "%d more functions are malformed", extra)
 		}
 	}
 	if atomics.count > 0 {

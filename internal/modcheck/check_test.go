@@ -194,6 +194,10 @@ func TestCheckEdgeCases(t *testing.T) {
 		{"core version 2", []byte("\x00asm\x02\x00\x00\x00"), []string{CodeInvalidModule}, []string{"version 2"}},
 		{"shared imported memory", mod("\x02\x09\x01\x01m\x01n\x02\x03\x01\x01", typeVoid[:0]),
 			[]string{CodeNonFunctionImport, CodeThreads, CodeMissingStart, CodeMissingMemory}, []string{`"m"."n" is a memory`, `"m"."n" is shared`}},
+		{"five malformed bodies", mod(typeVoid, "\x03\x06\x05\x00\x00\x00\x00\x00", memOne, exportBoth,
+			"\x0a\x10\x05"+strings.Repeat("\x02\x00\x27", 5)),
+			[]string{CodeInvalidModule, CodeInvalidModule, CodeInvalidModule, CodeInvalidModule},
+			[]string{"function 0", "function 1", "function 2", "2 more functions are malformed"}},
 		{"tag import", mod(typeVoid, "\x02\x08\x01\x01m\x01t\x04\x00\x00", funcOne, memOne, exportBoth, codeEmpty),
 			[]string{CodeExceptions}, []string{`"m"."t" is an exception tag`}},
 	}

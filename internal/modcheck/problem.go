@@ -27,6 +27,7 @@ type Problem struct {
 	Code, Message string
 }
 
+// String renders "code: message", the CLI's one-line form.
 func (p Problem) String() string { return p.Code + ": " + p.Message }
 
 // Options configures Check.

@@ -32,6 +32,7 @@ type Error struct {
 	Err error
 }
 
+// Error renders "at offset 0x1f: message".
 func (e *Error) Error() string {
 	return fmt.Sprintf("at offset 0x%x: %s", e.Offset, e.Msg)
 }

@@ -26,6 +26,7 @@ const (
 var sectionNames = [...]string{"custom", "type", "import", "function", "table", "memory", "global",
 	"export", "start", "element", "code", "data", "data count", "tag"}
 
+// String returns the section's name ("code", "data count").
 func (id SectionID) String() string {
 	if int(id) < len(sectionNames) {
 		return sectionNames[id]

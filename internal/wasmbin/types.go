@@ -21,6 +21,7 @@ const (
 	ExnRef    ValType = 0x69 // exception handling (try_table)
 )
 
+// String returns the text-format name ("i32", "funcref").
 func (v ValType) String() string {
 	switch v {
 	case I32:
@@ -176,6 +177,7 @@ const (
 	KindTag    ExternKind = 4
 )
 
+// String returns the kind as a package author reads it ("memory").
 func (k ExternKind) String() string {
 	switch k {
 	case KindFunc:
