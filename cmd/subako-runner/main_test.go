@@ -1,0 +1,199 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/subako/subako-runner/internal/testguest"
+)
+
+const guests = "../../testdata/guests/"
+
+// cli runs the command in-process and returns its exit status and output.
+func cli(t *testing.T, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	e := &env{stdin: strings.NewReader(stdin), stdout: &stdout, stderr: &stderr, getenv: func(string) string { return "" }}
+	code := mainWith(context.Background(), e, args)
+	return code, stdout.String(), stderr.String()
+}
+
+// pkgDir builds a package directory around a Go guest.
+func pkgDir(t *testing.T, guest string, assets map[string]string) string {
+	t.Helper()
+	b, err := os.ReadFile(testguest.Go(t, guests+guest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	files := map[string]string{"subako-package.json": `{"abi":1,"name":"` + guest + `"}`, "module.wasm": string(b)}
+	for k, v := range assets {
+		files[k] = v
+	}
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func decode(t *testing.T, out string) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(out), &m); err != nil {
+		t.Fatalf("output is not one JSON document: %v\n%s", err, out)
+	}
+	return m
+}
+
+func TestUsageAndVersion(t *testing.T) {
+	if code, _, _ := cli(t, ""); code != exitUsage {
+		t.Errorf("no command: exit %d, want 2", code)
+	}
+	if code, _, errOut := cli(t, "", "frobnicate"); code != exitUsage || !strings.Contains(errOut, "unknown command") {
+		t.Errorf("unknown command: exit %d, %q", code, errOut)
+	}
+	code, out, _ := cli(t, "", "version")
+	if code != 0 || !strings.Contains(out, "ABI 1") || !strings.Contains(out, "2026-07-28") {
+		t.Errorf("version: exit %d, %q", code, out)
+	}
+	code, out, _ = cli(t, "", "version", "--json")
+	if m := decode(t, out); code != 0 || m["abi"] != float64(1) || m["mcp"] != "2026-07-28" {
+		t.Errorf("version --json: %v", m)
+	}
+	for _, c := range []string{"validate", "discover", "call", "run", "version"} {
+		code, _, errOut := cli(t, "", c, "--help")
+		if code != 0 || !strings.Contains(errOut, "Usage: subako-runner "+c) {
+			t.Errorf("%s --help: exit %d, %q", c, code, errOut)
+		}
+	}
+	for _, args := range [][]string{{"validate"}, {"call", "x"}, {"call", "--memory", "lots", "a", "b"}, {"call", "--timeout", "-1s", "a", "b"}, {"discover", "--bogus", "x"}} {
+		if code, _, _ := cli(t, "", args...); code != exitUsage {
+			t.Errorf("%v: exit %d, want 2", args, code)
+		}
+	}
+}
+
+func TestValidate(t *testing.T) {
+	good := pkgDir(t, "greet", nil)
+	code, out, _ := cli(t, "", "validate", "--json", good)
+	if m := decode(t, out); code != exitOK || m["ok"] != true || m["rejection"] != nil {
+		t.Fatalf("valid package: exit %d, %v", code, m)
+	}
+	code, out, _ = cli(t, "", "validate", good)
+	if code != exitOK || !strings.HasPrefix(out, "ok: ") {
+		t.Fatalf("human: exit %d, %q", code, out)
+	}
+
+	bad := t.TempDir()
+	os.WriteFile(filepath.Join(bad, "subako-package.json"), []byte(`{"abi":2}`), 0o644)
+	os.WriteFile(filepath.Join(bad, "module.wasm"), []byte("not wasm at all"), 0o644)
+	code, out, _ = cli(t, "", "validate", "--json", bad)
+	m := decode(t, out)
+	if code != exitRejected || m["ok"] != false {
+		t.Fatalf("bad package: exit %d, %v", code, m)
+	}
+	codes := map[string]bool{}
+	for _, r := range m["rejection"].([]any) {
+		codes[r.(map[string]any)["code"].(string)] = true
+	}
+	if !codes["bad_manifest"] || !codes["not_wasm"] {
+		t.Fatalf("want bad_manifest and not_wasm, got %v", codes)
+	}
+	if _, has := m["tools"]; has {
+		t.Error("absent parts must be left out, not null")
+	}
+	code, out, _ = cli(t, "", "validate", bad)
+	if code != exitRejected || !strings.Contains(out, "bad_manifest: ") || !strings.Contains(out, "not_wasm: ") {
+		t.Fatalf("human rejection: exit %d, %q", code, out)
+	}
+	if code, _, _ := cli(t, "", "validate", filepath.Join(bad, "missing")); code != exitUsage {
+		t.Fatalf("unreadable path: exit %d, want 2", code)
+	}
+}
+
+func TestDiscover(t *testing.T) {
+	code, out, _ := cli(t, "", "discover", "--json", pkgDir(t, "greet", nil))
+	m := decode(t, out)
+	if code != exitOK || m["ok"] != true {
+		t.Fatalf("exit %d, %v", code, m)
+	}
+	tools := m["tools"].([]any)
+	if tools[0].(map[string]any)["name"] != "greet" {
+		t.Fatalf("first tool %v", tools[0])
+	}
+	code, out, _ = cli(t, "", "discover", pkgDir(t, "misbehave", map[string]string{"mode": "no_tools"}))
+	if code != exitRejected || !strings.Contains(out, "no_tools") {
+		t.Fatalf("no tools: exit %d, %q", code, out)
+	}
+	code, out, _ = cli(t, "", "discover", "--json", pkgDir(t, "misbehave", map[string]string{"mode": "tools/list:exit_code_now"}))
+	m = decode(t, out)
+	if code != exitCrashed || m["crash"].(map[string]any)["reason"] != "exit_code" {
+		t.Fatalf("crashed discovery: exit %d, %v", code, m)
+	}
+}
+
+func TestCall(t *testing.T) {
+	greet := pkgDir(t, "greet", nil)
+	code, out, _ := cli(t, "", "call", "--json", greet, "greet", `{"name":"Ada"}`)
+	m := decode(t, out)
+	if code != exitOK || m["outcome"] != "ok" {
+		t.Fatalf("exit %d, %v", code, m)
+	}
+	view := m["view"].([]any)[0].(map[string]any)
+	if !strings.Contains(view["text"].(string), "Hello, Ada!") {
+		t.Fatalf("view %v", view)
+	}
+	if m["result"].(map[string]any)["structuredContent"].(map[string]any)["message"] != "Hello, Ada!" {
+		t.Fatalf("result %v", m["result"])
+	}
+	if _, ok := m["stats"].(map[string]any)["durationMs"]; !ok {
+		t.Fatalf("stats %v", m["stats"])
+	}
+
+	code, out, _ = cli(t, `{"name":""}`, "call", "--args-file", "-", greet, "greet")
+	if code != exitToolError || !strings.Contains(out, "name must not be empty") {
+		t.Fatalf("tool error: exit %d, %q", code, out)
+	}
+	code, out, _ = cli(t, "", "call", "--json", pkgDir(t, "misbehave", nil), "exit_code")
+	m = decode(t, out)
+	if code != exitCrashed || m["outcome"] != "crashed" || m["crash"].(map[string]any)["reason"] != "exit_code" {
+		t.Fatalf("crash: exit %d, %v", code, m)
+	}
+	if code, _, errOut := cli(t, "", "call", greet, "nope"); code != exitUsage || !strings.Contains(errOut, "unknown_tool") {
+		t.Fatalf("unknown tool: exit %d, %q", code, errOut)
+	}
+	code, out, _ = cli(t, "", "call", "--json", t.TempDir(), "greet")
+	if m := decode(t, out); code != exitRejected || m["outcome"] != "rejected" {
+		t.Fatalf("rejected: exit %d, %v", code, m)
+	}
+}
+
+func TestCallKeepTmpAndData(t *testing.T) {
+	greet := pkgDir(t, "greet", nil)
+	data := t.TempDir()
+	code, out, _ := cli(t, "", "call", "--json", "--keep-tmp", "--data", data, greet, "write_file", `{"path":"/volume/data/out.txt","text":"kept"}`)
+	m := decode(t, out)
+	if code != exitOK {
+		t.Fatalf("exit %d, %v", code, m)
+	}
+	if b, err := os.ReadFile(filepath.Join(data, "out.txt")); err != nil || string(b) != "kept" {
+		t.Fatalf("/volume/data write: %q %v", b, err)
+	}
+	tmp, _ := m["tmpDir"].(string)
+	if tmp == "" {
+		t.Fatal("--keep-tmp did not report the directory")
+	}
+	defer os.RemoveAll(tmp)
+	if _, err := os.Stat(tmp); err != nil {
+		t.Fatalf("--keep-tmp did not keep it: %v", err)
+	}
+}

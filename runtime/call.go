@@ -1,0 +1,302 @@
+package runtime
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/subako/subako-runner/fsmount"
+	"github.com/subako/subako-runner/hostmod/subakohttp"
+	"github.com/subako/subako-runner/limits"
+	"github.com/subako/subako-runner/protocol"
+	"github.com/subako/subako-runner/wasi"
+)
+
+// CallRequest is one tools/call and everything that is particular to it.
+type CallRequest struct {
+	// Tool is the name of a discovered tool.
+	Tool string
+	// Arguments is a JSON object; nil means {}.
+	Arguments json.RawMessage
+	// Tmp is the host directory mounted at /volume/tmp. When empty the
+	// runtime creates a fresh directory and removes it on Result.Release.
+	Tmp string
+	// Data is the host directory mounted at /volume/data; empty means the
+	// agent has not enabled it and nothing is mounted there.
+	Data string
+	// Skills is a host directory whose subdirectories are skills: it is
+	// mounted at /skills and each subdirectory at /skills/<name>.
+	Skills string
+	// Network is the call's network policy; nil denies every request.
+	Network *subakohttp.Policy
+	// Limits overrides the runtime's limits for this call.
+	Limits *limits.Limits
+}
+
+// Outcome says how a call ended.
+type Outcome string
+
+// Outcomes of a call, as cli.md names them.
+const (
+	// OutcomeOK is a result without isError.
+	OutcomeOK Outcome = "ok"
+	// OutcomeToolError is a result with isError: the model reads it.
+	OutcomeToolError Outcome = "tool_error"
+	// OutcomeCrashed means the module broke a rule of host-contract §6.
+	OutcomeCrashed Outcome = "crashed"
+)
+
+// Stats are the resources one call used.
+type Stats struct {
+	// Duration is the whole run, from instantiation to exit.
+	Duration time.Duration `json:"-"`
+	// DurationMs is Duration in milliseconds, for JSON.
+	DurationMs float64 `json:"durationMs"`
+	// FuelUsed is the instructions charged (0 when metering is off).
+	FuelUsed uint64 `json:"fuelUsed"`
+	// MemoryBytes is the peak linear memory of the instance.
+	MemoryBytes int64 `json:"memoryBytes"`
+	// BytesWritten is what the call charged to its write budget.
+	BytesWritten int64 `json:"bytesWritten"`
+	// HTTPRequests counts requests sent through subako_http.
+	HTTPRequests int64 `json:"httpRequests"`
+}
+
+// Result is the outcome of one call.
+//
+// # Notes
+//
+//   - Files that the view links to (volume:/// URIs) stay readable at their
+//     HostPath until Release; call Release when done with the result.
+type Result struct {
+	Outcome Outcome
+	// Result is the CallToolResult exactly as the module sent it; it may
+	// also be set when the module crashed after answering.
+	Result json.RawMessage
+	// Parsed is Result decoded; zero when the module crashed.
+	Parsed protocol.CallToolResult
+	// View is what the model reads (host-contract §5); nil on a crash.
+	View []protocol.ViewItem
+	// Crash is set when Outcome is OutcomeCrashed.
+	Crash *Crash
+	Stats Stats
+	// TmpDir is the host directory that was mounted at /volume/tmp.
+	TmpDir string
+
+	removeTmp bool
+}
+
+// Release removes the call's /volume/tmp when the runtime created it.
+func (r *Result) Release() error {
+	if !r.removeTmp || r.TmpDir == "" {
+		return nil
+	}
+	r.removeTmp = false
+	return os.RemoveAll(r.TmpDir)
+}
+
+// Call runs one tools/call in a fresh instance. An error means the host
+// refused the call (a *CallError: unknown tool, arguments not an object) or
+// could not run it (unreadable directories, bad limits); a module that
+// misbehaves yields a Result with OutcomeCrashed.
+func (p *Package) Call(ctx context.Context, req CallRequest) (*Result, error) {
+	if _, ok := p.tools.Lookup(req.Tool); !ok {
+		return nil, &CallError{CodeUnknownTool, fmt.Sprintf("package %s has no tool %q (it lists %s)", p.name, req.Tool, strings.Join(p.toolNames(), ", "))}
+	}
+	args := bytes.TrimSpace(req.Arguments)
+	if len(args) == 0 {
+		args = []byte("{}")
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(args, &obj); err != nil || obj == nil {
+		return nil, &CallError{CodeBadArguments, "arguments must be a JSON object"}
+	}
+	lim := p.rt.limits
+	if req.Limits != nil {
+		lim = *req.Limits
+		if err := lim.Validate(); err != nil {
+			return nil, err
+		}
+	}
+	res := &Result{TmpDir: req.Tmp}
+	if res.TmpDir == "" {
+		dir, err := os.MkdirTemp("", "subako-tmp-")
+		if err != nil {
+			return nil, err
+		}
+		res.TmpDir, res.removeTmp = dir, true
+	}
+	err := p.call(ctx, req.Tool, args, req, lim, res)
+	if err != nil {
+		res.Release()
+		return nil, err
+	}
+	return res, nil
+}
+
+func (p *Package) call(ctx context.Context, tool string, args json.RawMessage, req CallRequest, lim limits.Limits, res *Result) error {
+	log := p.rt.log.With(zap.String("package", p.name), zap.String("tool", tool))
+	started := time.Now()
+	layout := fsmount.Layout{Tmp: res.TmpDir, Data: req.Data, Skills: req.Skills}
+	if p.checked.Source.HasAssets {
+		layout.Package = p.checked.Source.Dir
+	}
+	mounts, err := openMounts(layout)
+	if err != nil {
+		return err
+	}
+	defer mounts.Close()
+	budget := limits.NewWriteBudget(lim.WriteBudget)
+	policy := req.Network
+	if policy == nil {
+		policy = denyAll
+	}
+	httpCall := subakohttp.NewCall(subakohttp.CallConfig{
+		Policy: policy, Files: volumeFiles{mounts}, Budget: budget, Limits: lim, Logger: log,
+	})
+	s, err := p.rt.startSession(ctx, instanceConfig{
+		compiled: p.checked.compiled,
+		limits:   lim,
+		deadline: started.Add(lim.CallTimeout),
+		wasi:     wasi.Config{Mounts: mounts, Budget: budget},
+		http:     httpCall,
+	}, log)
+	if err != nil {
+		return err
+	}
+	params, err := protocol.ToolsCallParams(tool, args)
+	if err != nil {
+		s.abort()
+		return &CallError{CodeBadArguments, err.Error()}
+	}
+	msg, crash := s.request(protocol.MethodToolsCall, params)
+	if crash == nil {
+		res.Result = msg.Result
+		parsed, err := protocol.ParseCallToolResult(msg.Result)
+		if err != nil {
+			crash = s.failNow(CrashInvalidResult, errMessage(err))
+		} else {
+			res.Parsed = parsed
+			crash = s.finish()
+		}
+	}
+	res.Stats = Stats{
+		Duration:     time.Since(started),
+		MemoryBytes:  int64(s.memory.Peak()),
+		BytesWritten: budget.Used(),
+		HTTPRequests: httpCall.Stats().Requests,
+	}
+	res.Stats.DurationMs = float64(res.Stats.Duration.Microseconds()) / 1000
+	switch {
+	case crash != nil:
+		res.Outcome, res.Crash = OutcomeCrashed, crash
+		res.Parsed = protocol.CallToolResult{}
+	case res.Parsed.IsError:
+		res.Outcome = OutcomeToolError
+	default:
+		res.Outcome = OutcomeOK
+	}
+	if crash == nil {
+		res.View = protocol.BuildView(res.Parsed, volumeFiles{mounts})
+	}
+	fields := []zap.Field{zap.String("outcome", string(res.Outcome)), zap.Duration("duration", res.Stats.Duration),
+		zap.Int64("memoryBytes", res.Stats.MemoryBytes), zap.Int64("bytesWritten", res.Stats.BytesWritten), zap.Int64("httpRequests", res.Stats.HTTPRequests)}
+	if crash != nil {
+		fields = append(fields, zap.String("crash", crash.Reason))
+	}
+	log.Info("call", fields...)
+	return nil
+}
+
+func (p *Package) toolNames() []string {
+	tools := p.tools.Tools()
+	names := make([]string, len(tools))
+	for i, t := range tools {
+		names[i] = t.Name
+	}
+	return names
+}
+
+// denyAll is the network policy of a call that was given none.
+var denyAll = mustPolicy(subakohttp.NewPolicy(subakohttp.PolicyConfig{}))
+
+func mustPolicy(p *subakohttp.Policy, err error) *subakohttp.Policy {
+	if err != nil {
+		panic(err)
+	}
+	return p
+}
+
+// volumeFiles confines file access on behalf of the host (HTTP bodies and
+// outputs, volume:/// links in the view) to the call's /volume mounts.
+type volumeFiles struct{ mounts *fsmount.Set }
+
+// check picks out paths that name a /volume mount at all; confinement
+// inside the mount is os.Root's job (fsmount), not this string test's.
+func (v volumeFiles) check(guestPath string) error {
+	if !strings.HasPrefix(guestPath, "/volume/tmp/") && !strings.HasPrefix(guestPath, "/volume/data/") {
+		return fmt.Errorf("%q is not under /volume/tmp or /volume/data", guestPath)
+	}
+	for _, seg := range strings.Split(guestPath, "/")[1:] {
+		if seg == "" || seg == "." || seg == ".." {
+			return fmt.Errorf("%q is not a clean absolute path (no empty, \".\" or \"..\" segments)", guestPath)
+		}
+	}
+	return nil
+}
+
+// OpenBody implements subakohttp.Files.
+func (v volumeFiles) OpenBody(guestPath string) (*os.File, error) {
+	if err := v.check(guestPath); err != nil {
+		return nil, err
+	}
+	return v.mounts.OpenFile(guestPath, os.O_RDONLY, 0)
+}
+
+// CreateOutput implements subakohttp.Files.
+func (v volumeFiles) CreateOutput(guestPath string) (*os.File, error) {
+	if err := v.check(guestPath); err != nil {
+		return nil, err
+	}
+	return v.mounts.OpenFile(guestPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+}
+
+// ResolveVolume implements protocol.VolumeResolver. The file is opened
+// through the confined mount, and its first bytes are read from that open
+// file, so what is sniffed is what the path resolves to inside the mount.
+func (v volumeFiles) ResolveVolume(guestPath string) (protocol.VolumeFile, error) {
+	if err := v.check(guestPath); err != nil {
+		return protocol.VolumeFile{}, err
+	}
+	f, err := v.mounts.OpenFile(guestPath, os.O_RDONLY, 0)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return protocol.VolumeFile{}, fmt.Errorf("%s does not exist", guestPath)
+		}
+		return protocol.VolumeFile{}, fmt.Errorf("%s cannot be opened inside its mount", guestPath)
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return protocol.VolumeFile{}, err
+	}
+	if !info.Mode().IsRegular() {
+		return protocol.VolumeFile{}, fmt.Errorf("%s is not a regular file", guestPath)
+	}
+	head := make([]byte, min(int64(protocol.SniffLen), info.Size()))
+	n, _ := io.ReadFull(f, head)
+	host, _, err := v.mounts.Stat(guestPath)
+	if err != nil {
+		return protocol.VolumeFile{}, err
+	}
+	return protocol.VolumeFile{HostPath: host, Size: info.Size(), Head: head[:n]}, nil
+}

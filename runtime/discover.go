@@ -1,0 +1,197 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/subako/subako-runner/fsmount"
+	"github.com/subako/subako-runner/hostmod/subakohttp"
+	"github.com/subako/subako-runner/protocol"
+	"github.com/subako/subako-runner/wasi"
+)
+
+// Package is a loaded package: checked, compiled and discovered. Its tool
+// list is what the package provides until its next version (host-contract
+// §4); calls for any other tool are refused before the module runs.
+//
+// # Notes
+//
+//   - Safe for concurrent use: every Call runs in a fresh instance.
+//   - Close releases the compiled code; calls in flight must have returned.
+type Package struct {
+	rt      *Runtime
+	checked *Checked
+	name    string
+	tools   *protocol.ToolSet
+
+	// Discovery describes the discovery run.
+	Discovery Discovery
+}
+
+// Discovery is what the discovery run observed, for reports and `check`.
+type Discovery struct {
+	// Result is the module's server/discover result.
+	Result protocol.DiscoverResult
+	// Pages is how many tools/list pages were requested.
+	Pages int
+	// Notifications counts messages without an id (ignored).
+	Notifications int
+	// Duration is the whole run, from instantiation to exit.
+	Duration time.Duration
+	// Stderr is the tail of the module's stderr.
+	Stderr string
+	// MemoryBytes is the peak linear memory of the instance.
+	MemoryBytes int64
+}
+
+// Name is the package's manifest name, or the file name without extension.
+func (p *Package) Name() string { return p.name }
+
+// Manifest is the package's manifest, nil for a bare .wasm file.
+func (p *Package) Manifest() *Manifest { return p.checked.Source.Manifest }
+
+// Hash is the SHA-256 of the package's module.wasm.
+func (p *Package) Hash() [32]byte { return p.checked.Hash }
+
+// Tools returns the discovered tools in the order the module listed them.
+func (p *Package) Tools() []protocol.Tool { return p.tools.Tools() }
+
+// Tool returns the discovered tool with that name.
+func (p *Package) Tool(name string) (*protocol.CompiledTool, bool) { return p.tools.Lookup(name) }
+
+// Close releases the package's compiled code.
+func (p *Package) Close(ctx context.Context) error { return p.checked.Close(ctx) }
+
+// Load validates the package at path (host-contract §1, §2), compiles it and
+// discovers its tools (§4). A package that is refused yields a
+// *RejectedError; a discovery that crashed is a RejectedError with code
+// discovery_failed and the Crash.
+func (rt *Runtime) Load(ctx context.Context, path string) (*Package, error) {
+	c, err := rt.Validate(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	p, err := rt.Discover(ctx, c, path)
+	if err != nil {
+		c.Close(ctx)
+		return nil, err
+	}
+	return p, nil
+}
+
+// Discover runs the discovery of a checked module. path names the package
+// in logs and messages.
+func (rt *Runtime) Discover(ctx context.Context, c *Checked, path string) (*Package, error) {
+	lim := rt.limits
+	log := rt.log.With(zap.String("package", c.Source.displayName(path)))
+	started := time.Now()
+
+	layout := fsmount.Layout{}
+	if c.Source.HasAssets {
+		layout.Package = c.Source.Dir
+	}
+	mounts, err := openMounts(layout)
+	if err != nil {
+		return nil, err
+	}
+	defer mounts.Close()
+
+	s, err := rt.startSession(ctx, instanceConfig{
+		compiled: c.compiled,
+		limits:   lim,
+		deadline: started.Add(lim.DiscoveryTimeout),
+		wasi:     wasi.Config{Mounts: mounts},
+		http:     subakohttp.NewCall(subakohttp.CallConfig{Policy: subakohttp.DiscoveryPolicy(), Limits: lim, Logger: log}),
+	}, log)
+	if err != nil {
+		return nil, err
+	}
+	p := &Package{rt: rt, checked: c, name: c.Source.displayName(path)}
+	rej, crash := rt.discover(s, p)
+	if crash == nil && rej == nil {
+		crash = s.finish()
+	} else {
+		s.abort()
+	}
+	p.Discovery.Duration = time.Since(started)
+	p.Discovery.Stderr = s.stderr.String()
+	p.Discovery.Notifications = s.notifications
+	p.Discovery.MemoryBytes = int64(s.memory.Peak())
+	if crash != nil {
+		log.Info("discovery crashed", zap.String("crash", crash.Reason), zap.Duration("duration", p.Discovery.Duration))
+		return nil, &RejectedError{
+			Rejections: []Rejection{{CodeDiscoveryFailed, fmt.Sprintf("discovery crashed (%s): %s", crash.Reason, crash.Message)}},
+			Crash:      crash,
+		}
+	}
+	if rej != nil {
+		return nil, rej
+	}
+	log.Info("package discovered", zap.Int("tools", len(p.tools.Tools())), zap.Int("pages", p.Discovery.Pages), zap.Duration("duration", p.Discovery.Duration))
+	return p, nil
+}
+
+// discover runs server/discover and the tools/list pages on a session.
+func (rt *Runtime) discover(s *session, p *Package) (*RejectedError, *Crash) {
+	msg, crash := s.request(protocol.MethodDiscover, map[string]any{})
+	if crash != nil {
+		return nil, crash
+	}
+	var err error
+	p.Discovery.Result, err = protocol.ParseDiscover(msg.Result)
+	if err != nil {
+		return rejectedBy(err), nil
+	}
+	var tools []protocol.Tool
+	var cursor *string
+	for {
+		msg, crash := s.request(protocol.MethodToolsList, protocol.ToolsListParams(cursor))
+		if crash != nil {
+			return nil, crash
+		}
+		p.Discovery.Pages++
+		page, err := protocol.ParseToolsPage(msg.Result)
+		if err != nil {
+			return rejectedBy(err), nil
+		}
+		tools = append(tools, page.Tools...)
+		if page.NextCursor == nil {
+			break
+		}
+		if p.Discovery.Pages >= s.lim.MaxPages {
+			return rejectedBy(protocol.ErrTooManyPages(s.lim.MaxPages)), nil
+		}
+		cursor = page.NextCursor
+	}
+	set, problems := protocol.ValidateTools(tools, s.lim.MaxTools)
+	if len(problems) > 0 {
+		rej := &RejectedError{}
+		for _, e := range problems {
+			rej.Rejections = append(rej.Rejections, Rejection{Code: e.Code, Message: e.Message})
+		}
+		return rej, nil
+	}
+	p.tools = set
+	return nil, nil
+}
+
+// rejectedBy turns a protocol error into a rejection with the same code.
+func rejectedBy(err error) *RejectedError {
+	var perr *protocol.Error
+	if errors.As(err, &perr) {
+		return &RejectedError{Rejections: []Rejection{{Code: perr.Code, Message: perr.Message}}}
+	}
+	return &RejectedError{Rejections: []Rejection{{Code: CodeDiscoveryFailed, Message: err.Error()}}}
+}
+
+func openMounts(layout fsmount.Layout) (*fsmount.Set, error) {
+	mounts, err := layout.Mounts()
+	if err != nil {
+		return nil, err
+	}
+	return fsmount.Open(mounts)
+}

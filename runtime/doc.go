@@ -1,0 +1,22 @@
+// Package runtime is the library face of subako-runner: it loads ABI 1
+// packages (the upload-time checks, compilation and tool discovery) and runs
+// tool calls, each in a fresh module instance, turning the result into the
+// view the model reads.
+//
+// A Runtime is created once per process and shared; Load a package once
+// (at upload), then Call it as often and from as many goroutines as needed:
+//
+//	rt, _ := runtime.New(ctx, runtime.Config{})
+//	defer rt.Close(ctx)
+//	pkg, _ := rt.Load(ctx, "path/to/package")
+//	res, _ := pkg.Call(ctx, runtime.CallRequest{Tool: "greet", Arguments: []byte(`{"name":"Ada"}`)})
+//	defer res.Release()
+//
+// Failures a package author must act on are values, not Go errors: a refused
+// upload is a *RejectedError (every problem, each with a stable code of the
+// host contract), and a module that breaks the protocol during a call yields a
+// Result whose Outcome is OutcomeCrashed and whose Crash carries the reason
+// code and the last 4 KiB of stderr. Go errors returned by this package mean
+// the host itself could not do the work, or the caller asked for something
+// impossible (an unknown tool, bad limits).
+package runtime

@@ -1,0 +1,113 @@
+package runtime
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Rejection codes of host-contract §1, §2 and §4: why an upload was refused.
+const (
+	CodeBadManifest         = "bad_manifest"
+	CodeMissingModule       = "missing_module"
+	CodeNotWasm             = "not_wasm"
+	CodeComponent           = "component"
+	CodeModuleTooLarge      = "module_too_large"
+	CodeInvalidModule       = "invalid_module"
+	CodeThreads             = "threads"
+	CodeExceptions          = "exceptions"
+	CodeMissingStart        = "missing_start"
+	CodeBadStartSignature   = "bad_start_signature"
+	CodeReactor             = "reactor"
+	CodeMissingMemory       = "missing_memory"
+	CodeUnknownImport       = "unknown_import"
+	CodeImportSignature     = "import_signature"
+	CodeNonFunctionImport   = "non_function_import"
+	CodeMemoryTooLarge      = "memory_too_large"
+	CodeDiscoverUnsupported = "discover_unsupported"
+	CodeInvalidTool         = "invalid_tool"
+	CodeDuplicateTool       = "duplicate_tool"
+	CodeNoTools             = "no_tools"
+	CodeTooManyPages        = "too_many_pages"
+	CodeDiscoveryFailed     = "discovery_failed"
+)
+
+// Crash reasons of host-contract §6: why a run of the module failed.
+const (
+	CrashJSONRPCError         = "jsonrpc_error"
+	CrashResultNotComplete    = "result_not_complete"
+	CrashNotJSONRPC           = "not_jsonrpc"
+	CrashUnexpectedID         = "unexpected_id"
+	CrashServerRequest        = "server_request"
+	CrashExitedBeforeResponse = "exited_before_response"
+	CrashExitCode             = "exit_code"
+	CrashExitTimeout          = "exit_timeout"
+	CrashTrap                 = "trap"
+	CrashOutOfMemory          = "out_of_memory"
+	CrashOutOfFuel            = "out_of_fuel"
+	CrashTimeout              = "timeout"
+	CrashInvalidResult        = "invalid_result"
+	CrashOutputTooLarge       = "output_too_large"
+)
+
+// Rejection is one reason an upload was refused.
+type Rejection struct {
+	// Code is a stable code of the host contract, e.g. "unknown_import".
+	Code string `json:"code"`
+	// Message is a sentence for the package author naming what to change.
+	Message string `json:"message"`
+}
+
+// RejectedError is returned when a package fails the upload checks or
+// discovery. It lists every problem found, not only the first.
+type RejectedError struct {
+	Rejections []Rejection
+	// Crash is set when discovery crashed (Code discovery_failed).
+	Crash *Crash
+}
+
+func (e *RejectedError) Error() string {
+	parts := make([]string, len(e.Rejections))
+	for i, r := range e.Rejections {
+		parts[i] = r.Code + ": " + r.Message
+	}
+	return "package rejected: " + strings.Join(parts, "; ")
+}
+
+// Has reports whether the rejection lists code.
+func (e *RejectedError) Has(code string) bool {
+	for _, r := range e.Rejections {
+		if r.Code == code {
+			return true
+		}
+	}
+	return false
+}
+
+// Crash describes how a module run broke the rules of host-contract §6.
+type Crash struct {
+	// Reason is a stable crash code, e.g. "exit_timeout".
+	Reason string `json:"reason"`
+	// Message explains the crash in a sentence.
+	Message string `json:"message"`
+	// Stderr is the last bytes of the module's stderr (at most
+	// limits.StderrTail), cut on a UTF-8 boundary.
+	Stderr string `json:"stderr"`
+}
+
+func (c *Crash) Error() string { return fmt.Sprintf("module crashed (%s): %s", c.Reason, c.Message) }
+
+// CallError is returned by Package.Call when the host refuses the call
+// before running the module.
+type CallError struct {
+	// Code is "unknown_tool" or "bad_arguments".
+	Code    string
+	Message string
+}
+
+func (e *CallError) Error() string { return e.Code + ": " + e.Message }
+
+// Call refusal codes.
+const (
+	CodeUnknownTool  = "unknown_tool"
+	CodeBadArguments = "bad_arguments"
+)

@@ -1,0 +1,240 @@
+package runtime
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// File names inside a package directory (host-contract §1).
+const (
+	ManifestFile = "subako-package.json"
+	ModuleFile   = "module.wasm"
+)
+
+// maxManifestSize is the largest manifest accepted (host-contract §1).
+const maxManifestSize = 64 << 10
+
+// Manifest is subako-package.json.
+type Manifest struct {
+	ABI         int    `json:"abi"`
+	Name        string `json:"name,omitempty"`
+	Version     string `json:"version,omitempty"`
+	Description string `json:"description,omitempty"`
+	// Unknown lists fields this runner does not know, sorted; they are
+	// tolerated for forward compatibility, and `check` warns about them.
+	Unknown []string `json:"-"`
+}
+
+// Source is a package as found on disk, before any check of its module.
+type Source struct {
+	// Dir is the package directory, or "" for a bare .wasm file.
+	Dir string
+	// Manifest is nil for a bare .wasm file.
+	Manifest *Manifest
+	// Module is the bytes of module.wasm. It is nil when the file was over
+	// the size limit (then Rejections says so and nothing was read).
+	Module []byte
+	// HasAssets is true when the directory holds any file besides the
+	// manifest and the module; the directory is then mounted at /package.
+	HasAssets bool
+	// Rejections are the problems found while reading the package
+	// (bad_manifest, module_too_large, missing_module).
+	Rejections []Rejection
+}
+
+// ReadSource reads a package directory or a bare .wasm file. Problems of the
+// package itself are collected in Source.Rejections; an error means the path
+// could not be read at all (it does not exist, permission denied).
+//
+// The module is never read past maxModuleSize bytes: a larger file is
+// rejected as module_too_large from its size alone.
+func ReadSource(path string, maxModuleSize int64) (*Source, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	src := &Source{}
+	modulePath := path
+	if info.IsDir() {
+		src.Dir = path
+		modulePath = filepath.Join(path, ModuleFile)
+		src.Manifest, src.Rejections = readManifest(filepath.Join(path, ManifestFile))
+		src.HasAssets, err = hasAssets(path)
+		if err != nil {
+			return nil, err
+		}
+	} else if !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is neither a package directory nor a .wasm file", path)
+	}
+	module, rej, err := readModule(modulePath, maxModuleSize)
+	if err != nil {
+		return nil, err
+	}
+	src.Module = module
+	src.Rejections = append(src.Rejections, rej...)
+	return src, nil
+}
+
+func readModule(path string, maxSize int64) ([]byte, []Rejection, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, []Rejection{{CodeMissingModule, fmt.Sprintf("the package has no %s: put the compiled WebAssembly module next to %s", ModuleFile, ManifestFile)}}, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, nil, err
+	}
+	if !info.Mode().IsRegular() {
+		return nil, []Rejection{{CodeMissingModule, fmt.Sprintf("%s is not a regular file", ModuleFile)}}, nil
+	}
+	if info.Size() > maxSize {
+		return nil, []Rejection{tooLarge(info.Size(), maxSize)}, nil
+	}
+	// The file may grow between Stat and Read; never read more than allowed.
+	b, err := io.ReadAll(io.LimitReader(f, maxSize+1))
+	if err != nil {
+		return nil, nil, err
+	}
+	if int64(len(b)) > maxSize {
+		return nil, []Rejection{tooLarge(int64(len(b)), maxSize)}, nil
+	}
+	return b, nil, nil
+}
+
+func tooLarge(size, maxSize int64) Rejection {
+	return Rejection{CodeModuleTooLarge, fmt.Sprintf("module.wasm is %d bytes, over the limit of %d bytes: strip debug sections (e.g. wasm-opt --strip-debug) or build with optimisation", size, maxSize)}
+}
+
+// readManifest parses subako-package.json, reporting every problem found.
+func readManifest(path string) (*Manifest, []Rejection) {
+	bad := func(format string, a ...any) []Rejection {
+		return []Rejection{{CodeBadManifest, fmt.Sprintf(format, a...)}}
+	}
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, bad("the package has no %s: add one with {\"abi\": 1}", ManifestFile)
+	}
+	if err != nil {
+		return nil, bad("%s cannot be read: %v", ManifestFile, err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxManifestSize+1))
+	if err != nil {
+		return nil, bad("%s cannot be read: %v", ManifestFile, err)
+	}
+	if len(b) > maxManifestSize {
+		return nil, bad("%s is over %d KiB", ManifestFile, maxManifestSize>>10)
+	}
+	return ParseManifest(b)
+}
+
+// ParseManifest parses the bytes of subako-package.json. Every problem is
+// reported as a bad_manifest rejection; the manifest is nil when any exists.
+func ParseManifest(b []byte) (*Manifest, []Rejection) {
+	var rej []Rejection
+	bad := func(format string, a ...any) {
+		rej = append(rej, Rejection{CodeBadManifest, fmt.Sprintf(format, a...)})
+	}
+	if len(b) > maxManifestSize {
+		bad("%s is over %d KiB", ManifestFile, maxManifestSize>>10)
+		return nil, rej
+	}
+	var fields map[string]json.RawMessage
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(&fields); err != nil || fields == nil {
+		msg := "it is not a JSON object"
+		if err != nil {
+			msg = "it is not valid JSON: " + err.Error()
+		}
+		bad("%s: %s", ManifestFile, msg)
+		return nil, rej
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		bad("%s: unexpected data after the JSON object", ManifestFile)
+	}
+	m := &Manifest{}
+	raw, ok := fields["abi"]
+	switch {
+	case !ok:
+		bad("%s has no \"abi\" field: add \"abi\": 1", ManifestFile)
+	default:
+		// Any JSON number equal to 1 is the number 1 (1.0 and 1e0 too); a
+		// string "1" is not.
+		var n float64
+		if bytes.HasPrefix(bytes.TrimSpace(raw), []byte(`"`)) || json.Unmarshal(raw, &n) != nil || n != 1 {
+			bad("%s: \"abi\" is %s, but this runner implements ABI 1 (the number 1)", ManifestFile, raw)
+		} else {
+			m.ABI = 1
+		}
+	}
+	for _, field := range []struct {
+		name string
+		dst  *string
+	}{{"name", &m.Name}, {"version", &m.Version}, {"description", &m.Description}} {
+		raw, ok := fields[field.name]
+		if !ok {
+			continue
+		}
+		if err := json.Unmarshal(raw, field.dst); err != nil || !bytes.HasPrefix(bytes.TrimSpace(raw), []byte(`"`)) {
+			bad("%s: %q must be a string, got %s", ManifestFile, field.name, raw)
+		}
+	}
+	for k := range fields {
+		switch k {
+		case "abi", "name", "version", "description":
+		default:
+			m.Unknown = append(m.Unknown, k)
+		}
+	}
+	sort.Strings(m.Unknown)
+	if len(rej) > 0 {
+		return nil, rej
+	}
+	return m, nil
+}
+
+// hasAssets reports whether dir holds any regular file (at any depth) other
+// than the manifest and the module at its top.
+func hasAssets(dir string) (bool, error) {
+	found := errors.New("found")
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return nil
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if rel == ManifestFile || rel == ModuleFile {
+			return nil
+		}
+		if d.Type().IsRegular() || d.Type()&fs.ModeSymlink != 0 {
+			return found
+		}
+		return nil
+	})
+	if err == found {
+		return true, nil
+	}
+	return false, err
+}
+
+// displayName is how messages and logs name a package.
+func (s *Source) displayName(path string) string {
+	if s.Manifest != nil && s.Manifest.Name != "" {
+		return s.Manifest.Name
+	}
+	return strings.TrimSuffix(filepath.Base(path), ".wasm")
+}

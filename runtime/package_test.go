@@ -1,0 +1,181 @@
+package runtime
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestParseManifest(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      string
+		wantErr string // substring of the bad_manifest message; "" = valid
+		unknown []string
+	}{
+		{"minimal", `{"abi":1}`, "", nil},
+		{"full", `{"abi":1,"name":"greet","version":"0.1.0","description":"hi"}`, "", nil},
+		{"unknown fields tolerated", `{"abi":1,"zeta":true,"alpha":2}`, "", []string{"alpha", "zeta"}},
+		{"abi 1.0 is the number 1", `{"abi":1.0}`, "", nil},
+		{"abi 2", `{"abi":2}`, "ABI 1", nil},
+		{"abi string", `{"abi":"1"}`, "ABI 1", nil},
+		{"abi missing", `{"name":"x"}`, `no "abi"`, nil},
+		{"not json", `abi: 1`, "not valid JSON", nil},
+		{"array", `[1]`, "not valid JSON", nil},
+		{"null", `null`, "not a JSON object", nil},
+		{"trailing data", `{"abi":1} {}`, "after the JSON object", nil},
+		{"name not string", `{"abi":1,"name":7}`, `"name" must be a string`, nil},
+		{"version null", `{"abi":1,"version":null}`, `"version" must be a string`, nil},
+		{"empty", ``, "not valid JSON", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, rej := ParseManifest([]byte(tt.in))
+			if tt.wantErr == "" {
+				if len(rej) > 0 || m == nil {
+					t.Fatalf("want valid, got %v", rej)
+				}
+				if strings.Join(m.Unknown, ",") != strings.Join(tt.unknown, ",") {
+					t.Errorf("Unknown = %v, want %v", m.Unknown, tt.unknown)
+				}
+				return
+			}
+			if m != nil || len(rej) == 0 {
+				t.Fatalf("want bad_manifest, got manifest %+v", m)
+			}
+			for _, r := range rej {
+				if r.Code != CodeBadManifest {
+					t.Errorf("code %q, want bad_manifest", r.Code)
+				}
+			}
+			if !strings.Contains(rej[0].Message, tt.wantErr) {
+				t.Errorf("message %q does not mention %q", rej[0].Message, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestParseManifestReportsEveryProblem(t *testing.T) {
+	_, rej := ParseManifest([]byte(`{"abi":3,"name":1,"description":false}`))
+	if len(rej) != 3 {
+		t.Fatalf("want 3 problems (abi, name, description), got %v", rej)
+	}
+}
+
+func TestParseManifestOver64KiB(t *testing.T) {
+	big := `{"abi":1,"description":"` + strings.Repeat("x", 64<<10) + `"}`
+	_, rej := ParseManifest([]byte(big))
+	if len(rej) != 1 || !strings.Contains(rej[0].Message, "64 KiB") {
+		t.Fatalf("want one bad_manifest about 64 KiB, got %v", rej)
+	}
+}
+
+func writeFile(t testing.TB, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestReadSource(t *testing.T) {
+	wasmHeader := "\x00asm\x01\x00\x00\x00"
+	t.Run("directory without assets", func(t *testing.T) {
+		dir := t.TempDir()
+		writeFile(t, filepath.Join(dir, ManifestFile), `{"abi":1}`)
+		writeFile(t, filepath.Join(dir, ModuleFile), wasmHeader)
+		src, err := ReadSource(dir, 1<<20)
+		if err != nil || len(src.Rejections) > 0 {
+			t.Fatalf("ReadSource: %v %v", err, src.Rejections)
+		}
+		if src.HasAssets || src.Dir != dir || string(src.Module) != wasmHeader {
+			t.Fatalf("got %+v", src)
+		}
+	})
+	t.Run("nested asset counts", func(t *testing.T) {
+		dir := t.TempDir()
+		writeFile(t, filepath.Join(dir, ManifestFile), `{"abi":1}`)
+		writeFile(t, filepath.Join(dir, ModuleFile), wasmHeader)
+		if err := os.MkdirAll(filepath.Join(dir, "empty", "dirs"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		src, _ := ReadSource(dir, 1<<20)
+		if src.HasAssets {
+			t.Fatal("empty directories are not assets")
+		}
+		writeFile(t, filepath.Join(dir, "assets", "logo.png"), "png")
+		src, _ = ReadSource(dir, 1<<20)
+		if !src.HasAssets {
+			t.Fatal("assets/logo.png not seen as an asset")
+		}
+	})
+	t.Run("bare wasm", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "m.wasm")
+		writeFile(t, path, wasmHeader)
+		src, err := ReadSource(path, 1<<20)
+		if err != nil || src.Manifest != nil || src.HasAssets || src.Dir != "" || len(src.Rejections) > 0 {
+			t.Fatalf("got %+v, %v", src, err)
+		}
+	})
+	t.Run("missing manifest and module", func(t *testing.T) {
+		src, err := ReadSource(t.TempDir(), 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		codes := map[string]bool{}
+		for _, r := range src.Rejections {
+			codes[r.Code] = true
+		}
+		if !codes[CodeBadManifest] || !codes[CodeMissingModule] {
+			t.Fatalf("want bad_manifest and missing_module, got %v", src.Rejections)
+		}
+	})
+	t.Run("missing path is an error", func(t *testing.T) {
+		if _, err := ReadSource(filepath.Join(t.TempDir(), "nope"), 1<<20); err == nil {
+			t.Fatal("want an error")
+		}
+	})
+}
+
+// A module over the limit is refused from its size alone: the test makes a
+// sparse 64 MiB + 1 file, which reading would have to materialise.
+func TestReadSourceRefusesOversizedModuleWithoutReadingIt(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "big.wasm")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const limit = 64 << 20
+	if err := f.Truncate(limit + 1); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	src, err := ReadSource(path, limit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if src.Module != nil {
+		t.Fatal("the oversized module was read into memory")
+	}
+	if len(src.Rejections) != 1 || src.Rejections[0].Code != CodeModuleTooLarge || !strings.Contains(src.Rejections[0].Message, "67108865") {
+		t.Fatalf("want module_too_large naming the size, got %v", src.Rejections)
+	}
+}
+
+func FuzzParseManifest(f *testing.F) {
+	for _, s := range []string{`{"abi":1}`, `{"abi":1,"name":"x","extra":[1,2]}`, `{"abi":"1"}`, `[]`, `{`, `{"abi":1e0}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, rej := ParseManifest(b)
+		if (m == nil) == (len(rej) == 0) {
+			t.Fatalf("exactly one of manifest and rejections must be set: %v %v", m, rej)
+		}
+		if m != nil && m.ABI != 1 {
+			t.Fatalf("accepted a manifest with abi %d", m.ABI)
+		}
+	})
+}
