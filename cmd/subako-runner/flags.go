@@ -5,9 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"path/filepath"
-	"net/netip"
 	"strconv"
 	"strings"
 
@@ -31,10 +31,10 @@ type options struct {
 	fuel    string
 	timeout string
 
-	tmp     string
-	keepTmp bool
-	data    string
-	skills  string
+	tmp      string
+	keepTmp  bool
+	data     string
+	skills   string
 	argsFile string
 
 	allowHosts   multiFlag
