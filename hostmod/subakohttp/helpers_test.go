@@ -88,7 +88,7 @@ type server struct {
 }
 
 // newServerOn starts an HTTP server listening on ip (a loopback address).
-func newServerOn(t *testing.T, ip string, h http.HandlerFunc) *server {
+func newServerOn(t testing.TB, ip string, h http.HandlerFunc) *server {
 	t.Helper()
 	s := &server{}
 	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -230,3 +230,9 @@ func merge(ms ...map[string][]netip.Addr) map[string][]netip.Addr {
 	}
 	return out
 }
+
+func newServerTB(tb testing.TB, h http.HandlerFunc) string {
+	return newServerOn(tb, "127.0.0.1", h).hostport("127.0.0.1")
+}
+
+func mkdir(root, name string) error { return os.Mkdir(filepath.Join(root, name), 0o755) }
