@@ -87,6 +87,13 @@ func fsCases() []fsCase {
 				"read:/package/asset.txt", "read:/skills/a/SKILL.md", "read:/volume/data/inside-link", "read:/volume/tmp/missing"},
 			want: []string{"ok", "ok 5", "ok", "ok", "ok abcdef", "ok kept", "ok asset", "ok skill", "ok kept", "errno=44"}},
 		{name: "seek", ops: []string{"seek:/volume/tmp/s"}, want: []string{"ok world 11"}},
+		{name: "set times", ops: []string{"write:/volume/tmp/t:1", "chtimes:/volume/tmp/t"}, want: []string{"ok", "ok"},
+			check: func(t *testing.T, w world) {
+				fi, err := os.Stat(w.host("tmp", "t"))
+				if err != nil || fi.ModTime().Unix() != 1_000_000_000 {
+					t.Errorf("mtime %v, %v", fi.ModTime(), err)
+				}
+			}},
 		{name: "directories",
 			ops: []string{"mkdir:/volume/tmp/d", "write:/volume/tmp/d/x:1", "mkdir:/volume/tmp/d/y", "ls:/volume/tmp/d",
 				"ls:/skills", "ls:/package", "mkdir:/volume/tmp/d", "rmdir:/volume/tmp/d", "unlink:/volume/tmp/d",

@@ -28,6 +28,8 @@ type hostBench struct {
 	r   wazero.Runtime
 	mod api.Module
 	in  *Instance
+
+	lastExit uint32 // exit code of the last call that ended the instance
 }
 
 func newHostBench(t testing.TB) *hostBench {
@@ -68,6 +70,7 @@ func (h *hostBench) call(ctx context.Context, fn hostFunc, args ...uint64) (errn
 			var ee *sys.ExitError
 			if err, ok := r.(error); ok && errors.As(err, &ee) {
 				exited = true
+				h.lastExit = ee.ExitCode()
 				h.fresh()
 				return
 			}

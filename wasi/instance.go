@@ -119,18 +119,19 @@ func (in *Instance) Close() error {
 	return first
 }
 
+// close releases the host handles. The fields stay set: a host function
+// still holding the entry (Close racing a running guest) then gets
+// os.ErrClosed from them, which the guest sees as EBADF.
 func (e *fdEntry) close() error {
 	var err error
 	if e.file != nil {
 		err = e.file.Close()
-		e.file = nil
 	}
 	if e.root != nil && e.ownsRoot {
 		if rerr := e.root.Close(); err == nil {
 			err = rerr
 		}
 	}
-	e.root = nil
 	return err
 }
 
