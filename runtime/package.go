@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/subako/subako-runner/internal/modcheck"
 )
 
 // File names inside a package directory (host-contract §1).
@@ -114,7 +116,8 @@ func readModule(path string, maxSize int64) ([]byte, []Rejection, error) {
 }
 
 func tooLarge(size, maxSize int64) Rejection {
-	return Rejection{CodeModuleTooLarge, fmt.Sprintf("module.wasm is %d bytes, over the limit of %d bytes: strip debug sections (e.g. wasm-opt --strip-debug) or build with optimisation", size, maxSize)}
+	p := modcheck.ModuleTooLarge(size, maxSize)
+	return Rejection{Code: p.Code, Message: p.Message}
 }
 
 // readManifest parses subako-package.json, reporting every problem found.

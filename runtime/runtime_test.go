@@ -480,3 +480,21 @@ func TestOutOfMemory(t *testing.T) {
 	}
 	neighbour.Release()
 }
+
+// The example packages of every toolchain discover and call the same way.
+func TestToolchainPackages(t *testing.T) {
+	rt := newRuntime(t, nil)
+	for _, dir := range []string{"cgreet", "rustgreet", "asgreet"} {
+		t.Run(dir, func(t *testing.T) {
+			pkg := load(t, rt, "../testdata/packages/"+dir)
+			res := call(t, pkg, CallRequest{Tool: "greet", Arguments: json.RawMessage(`{"name":"Ada"}`)})
+			if res.Outcome != OutcomeOK || !strings.Contains(viewText(res), "Hello, Ada!") {
+				t.Fatalf("outcome %s crash %+v view %q", res.Outcome, res.Crash, viewText(res))
+			}
+			res = call(t, pkg, CallRequest{Tool: "greet", Arguments: json.RawMessage(`{"name":""}`)})
+			if res.Outcome != OutcomeToolError {
+				t.Fatalf("empty name: outcome %s crash %+v", res.Outcome, res.Crash)
+			}
+		})
+	}
+}

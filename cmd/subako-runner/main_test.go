@@ -197,3 +197,40 @@ func TestCallKeepTmpAndData(t *testing.T) {
 		t.Fatalf("--keep-tmp did not keep it: %v", err)
 	}
 }
+
+func TestRunPassesStdioArgsEnvAndExitCode(t *testing.T) {
+	module := testguest.Go(t, "../../testdata/wasi/go/basics")
+	code, out, errOut := cli(t, "", "run", "--env", "GREETING=hi", "--", module, "-v", "exit=7")
+	if code != 7 {
+		t.Fatalf("exit %d, want the module's 7; stderr %q", code, errOut)
+	}
+	if !strings.Contains(out, `args=["module.wasm" "-v" "exit=7"]`) && !strings.Contains(out, `"-v" "exit=7"]`) {
+		t.Errorf("args not passed: %q", out)
+	}
+	if !strings.Contains(out, `env=["GREETING=hi"]`) {
+		t.Errorf("env not passed: %q", out)
+	}
+
+	echo := testguest.Go(t, "../../testdata/wasi/go/echo")
+	code, out, _ = cli(t, "one\ntwo\n", "run", echo)
+	if code != 0 || !strings.Contains(out, "echo: one") || !strings.Contains(out, "echo: two") {
+		t.Fatalf("stdin not passed through: exit %d, %q", code, out)
+	}
+}
+
+func TestRunMountsDirAndReportsTraps(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "hello.txt"), []byte("from the host"), 0o644)
+	module := testguest.Go(t, "../../testdata/wasi/go/fsprobe")
+	code, out, errOut := cli(t, "", "run", "--dir", dir+"::/work", module, "read:/work/hello.txt")
+	if code != 0 || !strings.Contains(out, "from the host") {
+		t.Fatalf("--dir: exit %d, out %q, err %q", code, out, errOut)
+	}
+	code, _, errOut = cli(t, "", "run", "../../testdata/guests/wat/trap.wasm")
+	if code != exitTrap || !strings.Contains(errOut, "trap") {
+		t.Fatalf("trap: exit %d, %q", code, errOut)
+	}
+	if code, _, _ := cli(t, "", "run", "--dir", filepath.Join(dir, "missing"), module); code != exitUsage {
+		t.Fatalf("missing --dir: exit %d", code)
+	}
+}

@@ -43,7 +43,7 @@ type Options struct {
 // must refuse an oversized module before reading it; this keeps the
 // sentence the same everywhere.
 func ModuleTooLarge(size, limit int64) Problem {
-	return Problem{CodeModuleTooLarge, fmt.Sprintf("the module is %s, above the module size limit of %s", formatBytes(size), formatBytes(limit))}
+	return Problem{CodeModuleTooLarge, fmt.Sprintf("the module is %d bytes (%s), above the module size limit of %s: strip debug sections (wasm-opt --strip-debug) or build with optimisation", size, formatBytes(size), formatBytes(limit))}
 }
 
 func formatBytes(n int64) string {
