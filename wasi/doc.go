@@ -36,6 +36,16 @@
 //     through a path are applied by path; setting the times of a symbolic
 //     link itself (no symlink_follow) is ENOTSUP. path_link with
 //     symlink_follow on a symbolic link is ENOTSUP.
-//   - The fd_sync/fd_datasync and DSYNC/RSYNC/SYNC flags are accepted; sync
-//     calls fsync.
+//   - The DSYNC/RSYNC/SYNC fdflags are recorded, not honoured; fd_sync and
+//     fd_datasync call fsync.
+//   - path_open opens only regular files and directories (anything else a
+//     host put in a mount is ENOTSUP), never blocks on a FIFO, and refuses
+//     more than Config.MaxFiles open descriptors with EMFILE.
+//   - APPEND is emulated (seek to the end before each fd_write), so
+//     fd_pwrite on an append descriptor writes at its offset and the flag
+//     can be changed with fd_fdstat_set_flags.
+//   - The write budget is charged before a file write, all or nothing:
+//     bytes written plus any hole created past the end of file (fd_write,
+//     fd_pwrite), or the growth (fd_filestat_set_size); the unused part of
+//     a short write is refunded. Shrinking a file refunds nothing.
 package wasi
