@@ -233,6 +233,8 @@ func TestFileSystemCGuest(t *testing.T) {
 			ops: []string{"rights:/volume/tmp/r"}, want: []string{"ok 0,76,8"}},
 		fsCase{name: "fd_renumber and fd_tell",
 			ops: []string{"renumber:/volume/tmp/n"}, want: []string{"ok 0,0,3,8,8"}},
+		fsCase{name: "oflags and open modes",
+			ops: []string{"oflags:/volume/tmp/o"}, want: []string{"ok 0,20,54,0,8,31"}},
 		fsCase{name: "nanosleep through poll_oneoff",
 			ops: []string{"sleep:30"}, want: []string{"ok 1"}},
 	)

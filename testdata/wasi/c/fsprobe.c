@@ -228,6 +228,30 @@ static int op(int n) {
 		close(a);
 		return 0;
 	}
+	if (!strcmp(o, "oflags")) { // oflags:path — O_EXCL twice, O_DIRECTORY on a file, O_TRUNC, write on O_RDONLY, read a dir
+		int r[6];
+		int fd = open(args[1], O_WRONLY | O_CREAT | O_EXCL, 0644);
+		r[0] = fd < 0 ? errno : 0;
+		if (fd >= 0) { write(fd, "abc", 3); close(fd); }
+		fd = open(args[1], O_WRONLY | O_CREAT | O_EXCL, 0644);
+		r[1] = fd < 0 ? errno : 0;
+		fd = open(args[1], O_RDONLY | O_DIRECTORY);
+		r[2] = fd < 0 ? errno : 0;
+		fd = open(args[1], O_WRONLY | O_TRUNC);
+		struct stat st;
+		fstat(fd, &st);
+		r[3] = (int)st.st_size;
+		close(fd);
+		fd = open(args[1], O_RDONLY);
+		r[4] = write(fd, "x", 1) < 0 ? errno : 0;
+		close(fd);
+		fd = open("/volume/tmp", O_RDONLY | O_DIRECTORY);
+		char b[4];
+		r[5] = read(fd, b, 4) < 0 ? errno : 0;
+		close(fd);
+		snprintf(result, sizeof result, "%d,%d,%d,%d,%d,%d", r[0], r[1], r[2], r[3], r[4], r[5]);
+		return 0;
+	}
 	if (!strcmp(o, "sleep")) { // sleep:ms — nanosleep through poll_oneoff
 		struct timespec t0, t1, d = {0, atoi(args[1]) * 1000000L};
 		clock_gettime(CLOCK_MONOTONIC, &t0);
