@@ -1,0 +1,47 @@
+package wasi
+
+import (
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+)
+
+// TestEscapeErrorText pins the text of os.Root's unexported escape error,
+// which errnoOf matches: a Go release that changes it fails here.
+func TestEscapeErrorText(t *testing.T) {
+	dir := t.TempDir()
+	os.Symlink("/", filepath.Join(dir, "abs"))
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	for _, p := range []string{"../x", "a/../../x", "abs/etc"} {
+		_, err := root.Open(p)
+		if got := errnoOf(err); got != ErrnoNotcapable {
+			t.Errorf("Open(%q): %v -> errno %d, want ENOTCAPABLE", p, err, got)
+		}
+	}
+}
+
+func TestErrnoOfHostErrors(t *testing.T) {
+	tests := []struct {
+		err  error
+		want Errno
+	}{
+		{nil, ErrnoSuccess},
+		{&os.PathError{Op: "open", Path: "x", Err: syscall.ENOENT}, ErrnoNoent},
+		{&os.PathError{Op: "open", Path: "x", Err: syscall.EDQUOT}, ErrnoDquot},
+		{&os.PathError{Op: "open", Path: "x", Err: syscall.EROFS}, ErrnoRofs},
+		{&os.PathError{Op: "open", Path: "x", Err: syscall.EOPNOTSUPP}, ErrnoNotsup},
+		{&os.LinkError{Op: "rename", Old: "a", New: "b", Err: syscall.EXDEV}, ErrnoXdev},
+		{syscall.Errno(0x7fff), ErrnoIo},
+		{os.ErrClosed, ErrnoBadf},
+	}
+	for _, tt := range tests {
+		if got := errnoOf(tt.err); got != tt.want {
+			t.Errorf("errnoOf(%v) = %d, want %d", tt.err, got, tt.want)
+		}
+	}
+}
