@@ -26,7 +26,10 @@ func TestTwoDirectoryDescriptorsOfOneMount(t *testing.T) {
 	os.WriteFile(filepath.Join(host, "sub", "x"), []byte("x"), 0o644)
 	sub := openDir(t, h, "sub")
 	m := memOf(h.mod)
-	put := func(at uint32, s string) (uint64, uint64) { m.m.Write(at, []byte(s)); return uint64(at), uint64(len(s)) }
+	put := func(at uint32, s string) (uint64, uint64) {
+		m.m.Write(at, []byte(s))
+		return uint64(at), uint64(len(s))
+	}
 	tests := []struct {
 		name           string
 		oldFd          uint64

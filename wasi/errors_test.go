@@ -12,6 +12,7 @@ import (
 func TestEscapeErrorText(t *testing.T) {
 	dir := t.TempDir()
 	os.Symlink("/", filepath.Join(dir, "abs"))
+	os.Mkdir(filepath.Join(dir, "a"), 0o755)
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		t.Fatal(err)
