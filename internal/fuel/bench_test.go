@@ -1,0 +1,138 @@
+package fuel
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/subako/subako-runner/internal/testguest"
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+)
+
+// cpuGuests are the CPU-bound guests of the benchmarks.
+func cpuGuests(tb testing.TB) []struct {
+	name string
+	wasm []byte
+} {
+	goWasm, err := os.ReadFile(testguest.Go(tb, filepath.Join(fixtures, "go", "cpu")))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return []struct {
+		name string
+		wasm []byte
+	}{
+		{"go", goWasm},
+		{"c", readFixture(tb, "c/cpu.wasm")},
+	}
+}
+
+// mode is one way of running a guest.
+type mode struct {
+	name  string
+	fuel  bool // instrument and meter (unlimited budget)
+	close bool // wazero's WithCloseOnContextDone
+}
+
+var modes = []mode{
+	{"unmetered", false, false},
+	{"fuel", true, false},
+	{"closeOnContextDone", false, true},
+}
+
+// prepared is a compiled guest ready to be instantiated and run to exit.
+type prepared struct {
+	r  wazero.Runtime
+	cm wazero.CompiledModule
+	md mode
+}
+
+func prepare(tb testing.TB, ctx context.Context, wasm []byte, md mode) *prepared {
+	tb.Helper()
+	cfg := wazero.NewRuntimeConfig().WithCoreFeatures(api.CoreFeaturesV2).WithCloseOnContextDone(md.close)
+	r := wazero.NewRuntimeWithConfig(ctx, cfg)
+	tb.Cleanup(func() { r.Close(ctx) })
+	wasi_snapshot_preview1.MustInstantiate(ctx, r)
+	if md.fuel {
+		if _, err := Instantiate(ctx, r); err != nil {
+			tb.Fatal(err)
+		}
+		var err error
+		if wasm, err = Instrument(wasm); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	cm, err := r.CompileModule(ctx, wasm)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return &prepared{r: r, cm: cm, md: md}
+}
+
+// run instantiates the command (running _start) with stdin and returns its
+// stdout, the meter (nil when unmetered) and the error.
+func (p *prepared) run(ctx context.Context, stdin []byte) ([]byte, *Meter, error) {
+	var stdout bytes.Buffer
+	var m *Meter
+	if p.md.fuel {
+		m = NewMeter(0)
+		ctx = WithMeter(ctx, m)
+	}
+	cfg := wazero.NewModuleConfig().WithName("").WithStdout(&stdout).WithStdin(bytes.NewReader(stdin))
+	mod, err := p.r.InstantiateModule(ctx, p.cm, cfg)
+	if mod != nil {
+		if m != nil {
+			m.Finish(mod)
+		}
+		mod.Close(ctx)
+	}
+	return stdout.Bytes(), m, err
+}
+
+// BenchmarkGuest runs each CPU-bound guest to completion in each mode; the
+// ratio of the fuel and closeOnContextDone lines to the unmetered one is
+// the cost of metering. The fuel sub-benchmark also reports fuel/op.
+func BenchmarkGuest(b *testing.B) {
+	ctx := context.Background()
+	for _, g := range cpuGuests(b) {
+		for _, md := range modes {
+			b.Run(g.name+"/"+md.name, func(b *testing.B) {
+				p := prepare(b, ctx, g.wasm, md)
+				var fuel uint64
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					_, m, err := p.run(ctx, nil)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if m != nil {
+						fuel = m.Used()
+					}
+				}
+				if md.fuel {
+					b.ReportMetric(float64(fuel), "fuel/op")
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkInstrument measures the rewrite of the largest guest, the one
+// built with the official MCP Go SDK.
+func BenchmarkInstrument(b *testing.B) {
+	wasm, err := os.ReadFile(testguest.Go(b, "../../testdata/guests/sdkgreet"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(wasm)))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := Instrument(wasm); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,448 @@
+package fuel
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/subako/subako-runner/internal/wasmbin"
+)
+
+// code rewrites the code section: every body gets its charges, and call,
+// return_call and ref.func their remapped indices.
+func (rw *rewriter) code(sizeHint int) ([]byte, error) {
+	m := rw.m
+	c := make([]byte, 0, sizeHint+sizeHint/2+16)
+	c = wasmbin.AppendU32(c, uint32(len(m.Codes)))
+	fr := &funcRewriter{rw: rw}
+	var extra []wasmbin.ValType
+	for i := range m.Codes {
+		code := &m.Codes[i]
+		ti := m.Functions[i]
+		if uint64(ti) >= uint64(len(m.Types)) {
+			return nil, fmt.Errorf("fuel: function %d has type index %d, past the %d types", int(rw.nImpFuncs)+i, ti, len(m.Types))
+		}
+		nLocals := uint64(len(m.Types[ti].Params))
+		for _, l := range code.Locals {
+			nLocals += uint64(l.Count)
+		}
+		if nLocals >= 1<<32-2 {
+			return nil, fmt.Errorf("fuel: function %d has too many locals to add the meter's", int(rw.nImpFuncs)+i)
+		}
+		hasLoop, hasCall, err := rw.scan(code)
+		if err != nil {
+			return nil, fmt.Errorf("fuel: function %d: %w", int(rw.nImpFuncs)+i, err)
+		}
+		fr.local, fr.checkEntry, fr.usedTemp = hasLoop, hasCall, false
+		fr.fuelLocal, fr.temp = uint32(nLocals), uint32(nLocals)
+		if fr.local {
+			fr.temp++
+		}
+		expr, err := fr.body(code)
+		if err != nil {
+			return nil, fmt.Errorf("fuel: function %d: %w", int(rw.nImpFuncs)+i, err)
+		}
+		// The locals: copied verbatim, plus the i64 counter cache and the
+		// i32 temporary of size-charged instructions when used.
+		extra = extra[:0]
+		if fr.local {
+			extra = append(extra, wasmbin.I64)
+		}
+		if fr.usedTemp {
+			extra = append(extra, wasmbin.I32)
+		}
+		locals := code.Body[:code.ExprOffset-code.BodyOffset]
+		if len(extra) == 0 {
+			c = wasmbin.AppendU32(c, uint32(len(locals)+len(expr)))
+			c = append(c, locals...)
+			c = append(c, expr...)
+			continue
+		}
+		_, groupsLen, _ := wasmbin.ReadU32(locals) // decoded once already
+		groups := wasmbin.AppendU32(nil, uint32(len(code.Locals)+len(extra)))
+		size := len(groups) + len(locals) - groupsLen + 2*len(extra) + len(expr)
+		c = wasmbin.AppendU32(c, uint32(size))
+		c = append(c, groups...)
+		c = append(c, locals[groupsLen:]...)
+		for _, t := range extra {
+			c = append(c, 1, byte(t))
+		}
+		c = append(c, expr...)
+	}
+	return c, nil
+}
+
+// scan finds whether a function has loops and calls. Between two checks of
+// the counter (refuel happens only there) a guest must not be able to run
+// unboundedly, and every unbounded execution repeats either a loop body or
+// a function that calls (recursion), so only loop headers and the entries
+// of functions that call are checked; every other segment just subtracts.
+//
+// Functions with loops also keep the counter in a local. A global lives in
+// memory, so a charge on it is a load, a subtraction and a store, and in a
+// tight loop the store-to-load round trip of the next iteration's charge
+// becomes the loop's critical path. A local lives in a register; the
+// price is writing it back to the global before every call and exit and
+// reloading it after every call, which only pays off around loops.
+func (rw *rewriter) scan(code *wasmbin.Code) (hasLoop, hasCall bool, err error) {
+	e := code.Expr
+	if bytes.IndexByte(e, byte(wasmbin.OpLoop)) < 0 && bytes.IndexByte(e, byte(wasmbin.OpCall)) < 0 &&
+		bytes.IndexByte(e, byte(wasmbin.OpCallIndirect)) < 0 && bytes.IndexByte(e, byte(wasmbin.OpCallRef)) < 0 &&
+		bytes.IndexByte(e, byte(wasmbin.OpReturnCall)) < 0 && bytes.IndexByte(e, byte(wasmbin.OpReturnCallIndirect)) < 0 &&
+		bytes.IndexByte(e, byte(wasmbin.OpReturnCallRef)) < 0 {
+		return false, false, nil
+	}
+	w := &rw.scanW
+	w.Reset(e, code.ExprOffset)
+	in := &rw.scanIn
+	for {
+		if err := w.Next(in); err != nil {
+			if errors.Is(err, io.EOF) {
+				return hasLoop, hasCall, nil
+			}
+			return false, false, err
+		}
+		switch in.Op {
+		case wasmbin.OpLoop:
+			hasLoop = true
+		case wasmbin.OpCall, wasmbin.OpCallIndirect, wasmbin.OpCallRef,
+			wasmbin.OpReturnCall, wasmbin.OpReturnCallIndirect, wasmbin.OpReturnCallRef:
+			hasCall = true
+		}
+		if hasLoop && hasCall {
+			return true, true, nil
+		}
+	}
+}
+
+// funcRewriter holds the buffers reused across function bodies.
+type funcRewriter struct {
+	rw   *rewriter
+	w    wasmbin.Walker
+	in   wasmbin.Instr
+	out  []byte // the rewritten expression
+	seg  []byte // the current segment, not yet charged
+	cost int64  // static cost of seg
+	// local: the counter is cached in local fuelLocal (see cacheInLocal).
+	local     bool
+	fuelLocal uint32
+	temp      uint32 // index of the i32 temporary
+	usedTemp  bool
+	ctrl      []frame // the open blocks, innermost last
+	// deadDepth is len(ctrl) where the current dead stretch began.
+	deadDepth int
+	// wroteBack is len(seg) just after the last writeback, so that a
+	// br_table with several labels out of the function writes back once.
+	wroteBack int
+	// segCheck: the current segment's charge is followed by a check;
+	// checkEntry: the function's entry segment is.
+	segCheck, checkEntry bool
+}
+
+// frame is an open block. An end is a join point, where a new segment
+// must start, only if something other than the fall-through reaches the
+// code after it: a branch to the block's label, or the false edge of an if
+// without else. A loop's label is its header, so the code after a loop's
+// end is reached by fall-through only.
+type frame struct {
+	op       wasmbin.Opcode
+	targeted bool
+}
+
+// target marks the block a branch to label depth d leaves (catch clauses
+// and delegate, which the runtime cannot leave through metered code).
+func (fr *funcRewriter) target(d uint32) {
+	if uint64(d) < uint64(len(fr.ctrl)) {
+		fr.ctrl[len(fr.ctrl)-1-int(d)].targeted = true
+	}
+}
+
+// joins pops the innermost block at its end and reports whether the code
+// after it is a join point.
+func (fr *funcRewriter) joins() bool {
+	if len(fr.ctrl) == 0 {
+		return true // the function's final end: nothing follows
+	}
+	f := fr.ctrl[len(fr.ctrl)-1]
+	fr.ctrl = fr.ctrl[:len(fr.ctrl)-1]
+	switch f.op {
+	case wasmbin.OpLoop:
+		return false
+	case wasmbin.OpIf:
+		return true // both arms, or the arm and the false edge, meet
+	case wasmbin.OpBlock, wasmbin.OpTryTable:
+		return f.targeted
+	}
+	return true // legacy try: its catches fall through to the end
+}
+
+// body returns the rewritten instructions of one function (valid until the
+// next call). The walk keeps the current straight-line segment in fr.seg
+// and its cost in fr.cost; at each point where control can enter from
+// elsewhere (or leaves by a conditional branch) it flushes the segment
+// behind a charge of its cost. After an unconditional branch the code is
+// dead up to the end or else that closes its block: it is copied uncharged.
+func (fr *funcRewriter) body(code *wasmbin.Code) ([]byte, error) {
+	expr := code.Expr
+	fr.w.Reset(expr, code.ExprOffset)
+	fr.out = fr.out[:0]
+	fr.seg = fr.seg[:0]
+	fr.cost = 0
+	fr.ctrl = fr.ctrl[:0]
+	fr.wroteBack = -1
+	fr.segCheck = fr.checkEntry
+	if fr.local {
+		fr.out = fr.reload(fr.out)
+	}
+	dead := false
+	in := &fr.in
+	for {
+		if err := fr.w.Next(in); err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			return nil, err
+		}
+		// The block structure is tracked in dead code too.
+		final := false
+		switch in.Op {
+		case wasmbin.OpBlock, wasmbin.OpLoop, wasmbin.OpIf, wasmbin.OpTry, wasmbin.OpTryTable:
+			fr.ctrl = append(fr.ctrl, frame{op: in.Op})
+			if in.Op == wasmbin.OpTryTable && !dead {
+				for _, c := range in.Catches {
+					fr.target(c.Label + 1) // catch labels count from outside the try_table
+				}
+			}
+		case wasmbin.OpEnd:
+			final = len(fr.ctrl) == 0
+		}
+		if dead {
+			switch in.Op {
+			case wasmbin.OpEnd, wasmbin.OpDelegate:
+				if len(fr.ctrl) == fr.deadDepth {
+					// The end of the block the dead code is in: reached
+					// only by branches, so a join.
+					fr.joins()
+					dead = false
+					fr.copy(expr)
+					fr.flush()
+					continue
+				}
+				fr.ctrl = fr.ctrl[:len(fr.ctrl)-1]
+			case wasmbin.OpElse, wasmbin.OpCatch, wasmbin.OpCatchAll:
+				if len(fr.ctrl) == fr.deadDepth {
+					dead = false
+					fr.copy(expr)
+					fr.flush()
+					continue
+				}
+			}
+			fr.copy(expr)
+			continue
+		}
+		fr.cost++
+		switch in.Op {
+		case wasmbin.OpEnd, wasmbin.OpDelegate:
+			if in.Op == wasmbin.OpDelegate {
+				fr.target(in.Index + 1)
+			}
+			if final {
+				fr.writeback()
+			}
+			fr.copy(expr)
+			if fr.joins() {
+				fr.flush()
+			}
+		case wasmbin.OpElse, wasmbin.OpCatch, wasmbin.OpCatchAll:
+			fr.copy(expr)
+			fr.flush()
+		case wasmbin.OpLoop, wasmbin.OpIf:
+			// A new segment starts inside: a loop body is entered again by
+			// every backward branch, an if's arm only when the condition
+			// says so.
+			fr.copy(expr)
+			fr.flush()
+			fr.segCheck = in.Op == wasmbin.OpLoop
+		case wasmbin.OpBrIf, wasmbin.OpBrOnNull, wasmbin.OpBrOnNonNull:
+			// The code after a conditional branch runs only if it is not
+			// taken: a new segment.
+			fr.branch(in.Index)
+			fr.copy(expr)
+			fr.flush()
+		case wasmbin.OpBr:
+			fr.branch(in.Index)
+			fr.copy(expr)
+			dead, fr.deadDepth = true, len(fr.ctrl)
+		case wasmbin.OpBrTable:
+			for _, l := range in.Labels {
+				fr.branch(l)
+			}
+			fr.branch(in.Index)
+			fr.copy(expr)
+			dead, fr.deadDepth = true, len(fr.ctrl)
+		case wasmbin.OpReturn, wasmbin.OpUnreachable,
+			wasmbin.OpReturnCall, wasmbin.OpReturnCallIndirect, wasmbin.OpReturnCallRef,
+			wasmbin.OpThrow, wasmbin.OpRethrow, wasmbin.OpThrowRef:
+			fr.writeback()
+			fr.copy(expr)
+			dead, fr.deadDepth = true, len(fr.ctrl)
+		case wasmbin.OpCall, wasmbin.OpCallIndirect, wasmbin.OpCallRef:
+			// The callee charges the global.
+			fr.writeback()
+			fr.copy(expr)
+			if fr.local {
+				fr.seg = fr.reload(fr.seg)
+			}
+		case wasmbin.OpMemoryGrow:
+			fr.dynamic(pageShift, true)
+			fr.copy(expr)
+		case wasmbin.OpMemoryFill, wasmbin.OpMemoryCopy, wasmbin.OpMemoryInit:
+			fr.dynamic(bulkShift, false)
+			fr.copy(expr)
+		case wasmbin.OpTableGrow, wasmbin.OpTableFill, wasmbin.OpTableCopy, wasmbin.OpTableInit:
+			fr.dynamic(0, true)
+			fr.copy(expr)
+		default:
+			fr.copy(expr)
+		}
+	}
+	// The final end flushed the last segment.
+	return fr.out, nil
+}
+
+// branch notes a branch to label depth d: the block it leaves has a join
+// at its end, and a branch out of the function must write the counter
+// back first.
+func (fr *funcRewriter) branch(d uint32) {
+	if uint64(d) < uint64(len(fr.ctrl)) {
+		fr.ctrl[len(fr.ctrl)-1-int(d)].targeted = true
+	} else {
+		fr.writeback()
+	}
+}
+
+// copy appends the current instruction to the segment, remapping its
+// function index if it has one.
+func (fr *funcRewriter) copy(expr []byte) {
+	in := &fr.in
+	switch in.Op {
+	case wasmbin.OpCall, wasmbin.OpReturnCall, wasmbin.OpRefFunc:
+		fr.seg = append(fr.seg, byte(in.Op))
+		fr.seg = wasmbin.AppendU32(fr.seg, fr.rw.fn(in.Index))
+	default:
+		fr.seg = append(fr.seg, expr[in.Start:in.End]...)
+	}
+}
+
+// writeback stores a cached counter into the global (local.get F;
+// global.set C), once per point however many branches ask for it.
+func (fr *funcRewriter) writeback() {
+	if !fr.local || fr.wroteBack == len(fr.seg) {
+		return
+	}
+	fr.seg = append(fr.seg, 0x20)
+	fr.seg = wasmbin.AppendU32(fr.seg, fr.fuelLocal)
+	fr.seg = append(fr.seg, 0x24)
+	fr.seg = wasmbin.AppendU32(fr.seg, fr.rw.counter)
+	fr.wroteBack = len(fr.seg)
+}
+
+// reload appends global.get C; local.set F.
+func (fr *funcRewriter) reload(b []byte) []byte {
+	b = append(b, 0x23)
+	b = wasmbin.AppendU32(b, fr.rw.counter)
+	b = append(b, 0x21)
+	return wasmbin.AppendU32(b, fr.fuelLocal)
+}
+
+// getCounter and the charge sequences address the counter where it lives:
+// the local F or the global C.
+func (fr *funcRewriter) getCounter(b []byte) []byte {
+	if fr.local {
+		b = append(b, 0x20)
+		return wasmbin.AppendU32(b, fr.fuelLocal)
+	}
+	b = append(b, 0x23)
+	return wasmbin.AppendU32(b, fr.rw.counter)
+}
+
+// store appends the store of the new counter value on the stack.
+func (fr *funcRewriter) store(b []byte) []byte {
+	if fr.local {
+		b = append(b, 0x21) // local.set F
+		return wasmbin.AppendU32(b, fr.fuelLocal)
+	}
+	b = append(b, 0x24) // global.set C
+	return wasmbin.AppendU32(b, fr.rw.counter)
+}
+
+// settle appends, after the new counter value pushed on the stack, its
+// store and the overdraft check: if the counter went negative, hand it to
+// refuel and store what comes back.
+//
+//	<set>; <get>; i64.const 0; i64.ge_s; if; else; <get>; call refuel; <set>; end
+//
+// The empty then arm is deliberate: wazero lays the then arm out as the
+// fall-through, so the common case runs straight on and the refuel call is
+// out of line. Measured on the C benchmark, this shape cost half of what
+// "i64.lt_s; if; refuel; end" did.
+func (fr *funcRewriter) settle(b []byte) []byte {
+	b = fr.store(b)
+	b = fr.getCounter(b)
+	b = append(b, 0x42, 0x00, 0x59, 0x04, 0x40, 0x05)
+	b = fr.getCounter(b)
+	b = append(b, 0x10)
+	b = wasmbin.AppendU32(b, fr.rw.refuel)
+	b = fr.store(b)
+	return append(b, 0x0b)
+}
+
+// flush emits the charge for the segment (none if it costs nothing), then
+// the segment.
+//
+//	<get>; i64.const cost; i64.sub; settle (checked) or <set>
+func (fr *funcRewriter) flush() {
+	if fr.cost > 0 {
+		fr.out = fr.getCounter(fr.out)
+		fr.out = append(fr.out, 0x42)
+		fr.out = wasmbin.AppendS64(fr.out, fr.cost)
+		fr.out = append(fr.out, 0x7d)
+		if fr.segCheck {
+			fr.out = fr.settle(fr.out)
+		} else {
+			fr.out = fr.store(fr.out)
+		}
+	}
+	fr.segCheck = false
+	fr.out = append(fr.out, fr.seg...)
+	fr.seg = fr.seg[:0]
+	fr.wroteBack = -1
+	fr.cost = 0
+}
+
+// dynamic appends, before a size-dependent instruction whose i32 size
+// operand is on top of the stack, a charge of size<<shift (grow) or
+// size>>shift (bulk copies). The operand stays on the stack.
+//
+//	local.tee t; <get>; local.get t; i64.extend_i32_u;
+//	[i64.const shift; i64.shl|i64.shr_u]; i64.sub; settle
+func (fr *funcRewriter) dynamic(shift int, left bool) {
+	fr.usedTemp = true
+	b := append(fr.seg, 0x22)
+	b = wasmbin.AppendU32(b, fr.temp)
+	b = fr.getCounter(b)
+	b = append(b, 0x20)
+	b = wasmbin.AppendU32(b, fr.temp)
+	b = append(b, 0xad) // i64.extend_i32_u
+	if shift != 0 {
+		b = append(b, 0x42, byte(shift))
+		if left {
+			b = append(b, 0x86) // i64.shl
+		} else {
+			b = append(b, 0x88) // i64.shr_u
+		}
+	}
+	b = append(b, 0x7d)
+	fr.seg = fr.settle(b)
+}

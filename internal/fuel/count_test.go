@@ -1,0 +1,190 @@
+package fuel
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/sys"
+)
+
+const fixtures = "../../testdata/fuel"
+
+func readFixture(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(fixtures, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// meteredRuntime returns a runtime with the refuel host module, closed
+// when the test ends.
+func meteredRuntime(t testing.TB, ctx context.Context) wazero.Runtime {
+	t.Helper()
+	r := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCoreFeatures(api.CoreFeaturesV2))
+	t.Cleanup(func() { r.Close(ctx) })
+	if _, err := Instantiate(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func instrumentAndCompile(t testing.TB, ctx context.Context, r wazero.Runtime, wasm []byte) wazero.CompiledModule {
+	t.Helper()
+	out, err := Instrument(wasm)
+	if err != nil {
+		t.Fatalf("Instrument: %v", err)
+	}
+	cm, err := r.CompileModule(ctx, out)
+	if err != nil {
+		t.Fatalf("the instrumented module does not compile: %v", err)
+	}
+	return cm
+}
+
+// run calls fn(args) on a fresh instance metered with budget, and returns
+// the fuel used and the call's error.
+func run(t *testing.T, ctx context.Context, r wazero.Runtime, cm wazero.CompiledModule, budget uint64, fn string, args ...uint64) (*Meter, error) {
+	t.Helper()
+	m := NewMeter(budget)
+	cctx := WithMeter(ctx, m)
+	mod, err := r.InstantiateModule(cctx, cm, wazero.NewModuleConfig().WithName(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mod.Close(ctx)
+	_, err = mod.ExportedFunction(fn).Call(cctx, args...)
+	m.Finish(mod)
+	return m, err
+}
+
+func fib(n int) uint64 {
+	if n < 2 {
+		return 6
+	}
+	return 14 + fib(n-1) + fib(n-2)
+}
+
+func TestFuelCountsAreExact(t *testing.T) {
+	ctx := context.Background()
+	r := meteredRuntime(t, ctx)
+	cm := instrumentAndCompile(t, ctx, r, readFixture(t, "counts.wasm"))
+	tests := []struct {
+		name string
+		fn   string
+		args []uint64
+		want uint64
+	}{
+		{"straight-line code costs one per instruction", "straight", nil, 4},
+		{"a loop of one iteration", "loop", []uint64{1}, 7*1 + 3},
+		{"a loop of ten iterations", "loop", []uint64{10}, 7*10 + 3},
+		{"a loop of a million iterations", "loop", []uint64{1_000_000}, 7*1_000_000 + 3},
+		{"the then arm", "branch", []uint64{1}, 5},
+		{"the else arm", "branch", []uint64{0}, 7},
+		{"calls charge the callee's entry", "calls", nil, 17},
+		{"br_table to the first label", "brtable", []uint64{0}, 9},
+		{"br_table to the second label", "brtable", []uint64{1}, 7},
+		{"br_table to the default", "brtable", []uint64{2}, 8},
+		{"br_table far past the labels", "brtable", []uint64{1 << 31}, 8},
+		{"memory.grow by nothing", "grow", []uint64{0}, 3},
+		{"memory.grow by two pages", "grow", []uint64{2}, 3 + 2*PageCost},
+		{"a failing memory.grow is charged too", "grow", []uint64{1000}, 3 + 1000*PageCost},
+		{"memory.fill of zero bytes", "fill", []uint64{0}, 5},
+		{"memory.fill of 100 bytes", "fill", []uint64{100}, 5 + 100/BulkBytesPerFuel},
+		{"memory.copy of 1000 bytes", "copy", []uint64{1000}, 5 + 1000/BulkBytesPerFuel},
+		{"memory.init of 64 bytes", "init", []uint64{64}, 5 + 64/BulkBytesPerFuel},
+		{"recursion", "fib", []uint64{10}, fib(10)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for i := 0; i < 3; i++ { // the same input uses the same fuel, every time
+				m, err := run(t, ctx, r, cm, 0, tt.fn, tt.args...)
+				if err != nil {
+					t.Fatalf("%s%v: %v", tt.fn, tt.args, err)
+				}
+				if got := m.Used(); got != tt.want {
+					t.Fatalf("run %d: %s%v used %d fuel, want %d", i, tt.fn, tt.args, got, tt.want)
+				}
+			}
+		})
+	}
+}
+
+func TestTrapPaysForItsSegment(t *testing.T) {
+	ctx := context.Background()
+	r := meteredRuntime(t, ctx)
+	cm := instrumentAndCompile(t, ctx, r, readFixture(t, "counts.wasm"))
+	m, err := run(t, ctx, r, cm, 0, "trap")
+	if err == nil {
+		t.Fatal("trap returned no error")
+	}
+	if got := m.Used(); got != 3 {
+		t.Fatalf("trap used %d fuel, want 3", got)
+	}
+}
+
+// TestBudgetIsExact: a run is exhausted exactly when it charges more than
+// its budget. Mid-run the guest is stopped at the next check (a loop header
+// here); an overdraft after the last check is found by Finish.
+func TestBudgetIsExact(t *testing.T) {
+	ctx := context.Background()
+	r := meteredRuntime(t, ctx)
+	cm := instrumentAndCompile(t, ctx, r, readFixture(t, "counts.wasm"))
+	const need = 7*10 + 3
+	tests := []struct {
+		name      string
+		budget    uint64
+		exhausted bool
+		stopped   bool // closed with ExitCodeOutOfFuel rather than found by Finish
+	}{
+		{"the exact budget is enough", need, false, false},
+		{"one more is enough", need + 1, false, false},
+		{"one less overdraws after the last check", need - 1, true, false},
+		{"the last loop check stops it", need - 3, true, true},
+		{"half stops it mid-loop", need / 2, true, true},
+		{"a budget of one stops it at the first loop check", 1, true, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, err := run(t, ctx, r, cm, tt.budget, "loop", 10)
+			if m.Exhausted() != tt.exhausted {
+				t.Fatalf("Exhausted() = %v, want %v (err %v)", m.Exhausted(), tt.exhausted, err)
+			}
+			var ee *sys.ExitError
+			stopped := errors.As(err, &ee) && ee.ExitCode() == ExitCodeOutOfFuel
+			if stopped != tt.stopped || (err != nil && !stopped) {
+				t.Fatalf("err = %v, want stopped with ExitCodeOutOfFuel: %v", err, tt.stopped)
+			}
+			want := uint64(need)
+			if tt.exhausted {
+				want = tt.budget
+			}
+			if m.Used() != want {
+				t.Fatalf("Used() = %d, want %d", m.Used(), want)
+			}
+		})
+	}
+}
+
+func TestLargeDeficitIsCoveredAndCounted(t *testing.T) {
+	// A failing grow of 60000 pages charges 245 million at once, far more
+	// than a slice: unlimited metering must cover it, and a budget must not.
+	ctx := context.Background()
+	r := meteredRuntime(t, ctx)
+	cm := instrumentAndCompile(t, ctx, r, readFixture(t, "counts.wasm"))
+	want := uint64(3 + 60000*PageCost)
+	m, err := run(t, ctx, r, cm, 0, "grow", 60000)
+	if err != nil || m.Used() != want {
+		t.Fatalf("unlimited: Used() = %d, err %v; want %d", m.Used(), err, want)
+	}
+	m, err = run(t, ctx, r, cm, want-1, "grow", 60000)
+	if err == nil || !m.Exhausted() {
+		t.Fatalf("budget %d: err %v, Exhausted %v; want out of fuel", want-1, err, m.Exhausted())
+	}
+}

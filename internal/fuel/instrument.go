@@ -1,0 +1,273 @@
+package fuel
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/subako/subako-runner/internal/wasmbin"
+)
+
+// The names the instrumented module uses to reach the host and expose its
+// counter.
+const (
+	// ImportModule and ImportName name the injected import, of type
+	// (i64) -> i64: called with the (negative) counter when a charge
+	// overdraws it, it returns the counter's new value.
+	ImportModule = "subako_fuel"
+	ImportName   = "refuel"
+	// CounterExport names the exported mutable i64 global holding the fuel
+	// left in the current slice (it starts at 0, so the first charge
+	// refuels).
+	CounterExport = "subako_fuel_counter"
+)
+
+// Cost model constants for the size-dependent instructions.
+const (
+	// BulkBytesPerFuel: memory.fill, memory.copy and memory.init cost one
+	// fuel per this many bytes (rounded down), on top of their own 1.
+	BulkBytesPerFuel = 1 << bulkShift
+	// PageCost is the fuel memory.grow charges per 64 KiB page requested:
+	// a page is priced as if filled in bulk.
+	PageCost = 1 << pageShift
+
+	bulkShift = 4
+	pageShift = 16 - bulkShift
+)
+
+// Errors Instrument returns besides the decoder's *wasmbin.Error (wrapped,
+// so errors.As finds it).
+var (
+	// ErrInstrumented: the module already imports from ImportModule or
+	// exports CounterExport, so it was instrumented before (or is forging
+	// the meter's names).
+	ErrInstrumented = errors.New("fuel: the module is already instrumented (it uses the " + ImportModule + " names)")
+	// ErrUnsupported: the module uses a feature the rewriter does not
+	// meter (64-bit memories or tables), none of which wazero runs either.
+	ErrUnsupported = errors.New("fuel: unsupported module feature")
+)
+
+// refuelType is the signature of the injected import.
+var refuelType = wasmbin.FuncType{Params: []wasmbin.ValType{wasmbin.I64}, Results: []wasmbin.ValType{wasmbin.I64}}
+
+// Instrument returns a copy of the module wasm with fuel metering injected
+// (see the package doc). It does not type-check: a module wazero would
+// reject may still be rewritten, and is still rejected after. The input is
+// not modified.
+func Instrument(wasm []byte) ([]byte, error) {
+	m, err := wasmbin.Decode(wasm)
+	if err != nil {
+		return nil, fmt.Errorf("fuel: %w", err)
+	}
+	for _, im := range m.Imports {
+		if im.Module == ImportModule {
+			return nil, ErrInstrumented
+		}
+		if (im.Kind == wasmbin.KindMemory && im.Memory.Is64) || (im.Kind == wasmbin.KindTable && im.Table.Limits.Is64) {
+			return nil, fmt.Errorf("%w: 64-bit %s import %q.%q", ErrUnsupported, im.Kind, im.Module, im.Name)
+		}
+	}
+	for _, e := range m.Exports {
+		if e.Name == CounterExport {
+			return nil, ErrInstrumented
+		}
+	}
+	for _, mem := range m.Memories {
+		if mem.Is64 {
+			return nil, fmt.Errorf("%w: 64-bit memory", ErrUnsupported)
+		}
+	}
+	for _, t := range m.Tables {
+		if t.Limits.Is64 {
+			return nil, fmt.Errorf("%w: 64-bit table", ErrUnsupported)
+		}
+	}
+
+	rw := &rewriter{m: m, nImpFuncs: uint32(m.NumImported(wasmbin.KindFunc))}
+	rw.refuel = rw.nImpFuncs
+	rw.counter = uint32(m.NumImported(wasmbin.KindGlobal) + len(m.Globals))
+	rw.refuelType = uint32(len(m.Types))
+	rw.newType = true
+	for i, t := range m.Types {
+		if t.Equal(refuelType) {
+			rw.refuelType, rw.newType = uint32(i), false
+			break
+		}
+	}
+	return rw.module(wasm)
+}
+
+type rewriter struct {
+	m          *wasmbin.Module
+	nImpFuncs  uint32
+	refuel     uint32 // function index of the import
+	counter    uint32 // global index of the counter
+	refuelType uint32
+	newType    bool // refuelType must be appended to the type section
+	scanW      wasmbin.Walker
+	scanIn     wasmbin.Instr
+}
+
+// fn maps a function index of the input to the output: the import is
+// appended after the imported functions, so defined functions move up one.
+func (rw *rewriter) fn(i uint32) uint32 {
+	if i >= rw.nImpFuncs {
+		return i + 1
+	}
+	return i
+}
+
+// The sections Instrument adds to when present, and creates when not.
+var addedSections = [...]wasmbin.SectionID{wasmbin.SectionType, wasmbin.SectionImport, wasmbin.SectionGlobal, wasmbin.SectionExport}
+
+func (rw *rewriter) module(wasm []byte) ([]byte, error) {
+	out := make([]byte, 0, len(wasm)+len(wasm)/3+64)
+	out = append(out, wasm[:wasmbin.HeaderSize]...)
+	present := map[wasmbin.SectionID]bool{}
+	for _, s := range rw.m.Sections {
+		present[s.ID] = true
+	}
+	next := 0 // index into addedSections of the next one that may be missing
+	emitMissing := func(before int) {
+		for ; next < len(addedSections) && addedSections[next].Order() < before; next++ {
+			if id := addedSections[next]; !present[id] {
+				out = wasmbin.AppendSection(out, id, rw.content(id, nil))
+			}
+		}
+	}
+	for _, s := range rw.m.Sections {
+		if s.ID == wasmbin.SectionCustom {
+			out = rw.custom(out, wasm, s)
+			continue
+		}
+		emitMissing(s.ID.Order())
+		switch s.ID {
+		case wasmbin.SectionType, wasmbin.SectionImport, wasmbin.SectionGlobal, wasmbin.SectionExport:
+			out = wasmbin.AppendSection(out, s.ID, rw.content(s.ID, s.Content))
+		case wasmbin.SectionStart:
+			out = wasmbin.AppendSection(out, s.ID, wasmbin.AppendU32(nil, rw.fn(rw.m.Start)))
+		case wasmbin.SectionElement:
+			c, err := rw.elements()
+			if err != nil {
+				return nil, err
+			}
+			out = wasmbin.AppendSection(out, s.ID, c)
+		case wasmbin.SectionCode:
+			c, err := rw.code(len(s.Content))
+			if err != nil {
+				return nil, err
+			}
+			out = wasmbin.AppendSection(out, s.ID, c)
+		default:
+			out = append(out, wasm[s.Offset:s.End]...)
+		}
+	}
+	emitMissing(1 << 30)
+	return out, nil
+}
+
+// content returns the new content of one of the addedSections, given the
+// old content (nil when the section is absent).
+func (rw *rewriter) content(id wasmbin.SectionID, old []byte) []byte {
+	m := rw.m
+	// appendVec re-emits the old vector's entries verbatim after a new count.
+	appendVec := func(dst []byte, n int) []byte {
+		dst = wasmbin.AppendU32(dst, uint32(n))
+		if len(old) > 0 {
+			_, k, _ := wasmbin.ReadU32(old) // decoded once already
+			dst = append(dst, old[k:]...)
+		}
+		return dst
+	}
+	var c []byte
+	switch id {
+	case wasmbin.SectionType:
+		if !rw.newType {
+			return old
+		}
+		c = appendVec(make([]byte, 0, len(old)+8), len(m.Types)+1)
+		c = wasmbin.AppendFuncType(c, refuelType)
+	case wasmbin.SectionImport:
+		c = appendVec(make([]byte, 0, len(old)+32), len(m.Imports)+1)
+		c = wasmbin.AppendFuncImport(c, ImportModule, ImportName, rw.refuelType)
+	case wasmbin.SectionGlobal:
+		// Initialisers may hold ref.func, so globals are re-emitted.
+		c = wasmbin.AppendU32(make([]byte, 0, len(old)+8), uint32(len(m.Globals)+1))
+		for _, g := range m.Globals {
+			c = wasmbin.AppendGlobalType(c, g.Type)
+			c = rw.constExpr(c, g.Init.Bytes)
+		}
+		c = wasmbin.AppendGlobalType(c, wasmbin.GlobalType{Type: wasmbin.I64, Mutable: true})
+		c = append(c, 0x42, 0x00, 0x0b) // i64.const 0 end
+	case wasmbin.SectionExport:
+		c = wasmbin.AppendU32(make([]byte, 0, len(old)+32), uint32(len(m.Exports)+1))
+		for _, e := range m.Exports {
+			if e.Kind == wasmbin.KindFunc {
+				e.Index = rw.fn(e.Index)
+			}
+			c = wasmbin.AppendExport(c, e)
+		}
+		c = wasmbin.AppendExport(c, wasmbin.Export{Name: CounterExport, Kind: wasmbin.KindGlobal, Index: rw.counter})
+	}
+	return c
+}
+
+// constExpr appends a constant expression with its ref.func indices
+// remapped. The decoder walked it already, so it walks cleanly.
+func (rw *rewriter) constExpr(dst, expr []byte) []byte {
+	if bytes.IndexByte(expr, byte(wasmbin.OpRefFunc)) < 0 {
+		return append(dst, expr...)
+	}
+	w := wasmbin.NewWalker(expr, 0)
+	var in wasmbin.Instr
+	for w.Next(&in) == nil {
+		if in.Op == wasmbin.OpRefFunc {
+			dst = append(dst, byte(wasmbin.OpRefFunc))
+			dst = wasmbin.AppendU32(dst, rw.fn(in.Index))
+			continue
+		}
+		dst = append(dst, expr[in.Start:in.End]...)
+	}
+	return dst
+}
+
+func (rw *rewriter) elements() ([]byte, error) {
+	c := wasmbin.AppendU32(nil, uint32(len(rw.m.Elements)))
+	for _, e := range rw.m.Elements {
+		if len(e.Funcs) > 0 {
+			fs := make([]uint32, len(e.Funcs))
+			for i, f := range e.Funcs {
+				fs[i] = rw.fn(f)
+			}
+			e.Funcs = fs
+		}
+		if len(e.Exprs) > 0 {
+			xs := make([]wasmbin.Expr, len(e.Exprs))
+			for i, x := range e.Exprs {
+				xs[i] = wasmbin.Expr{Bytes: rw.constExpr(nil, x.Bytes)}
+			}
+			e.Exprs = xs
+		}
+		c = wasmbin.AppendElement(c, e)
+	}
+	return c, nil
+}
+
+// custom copies, rewrites or drops a custom section. Sections that locate
+// code by byte offset (DWARF, source maps, relocations) would lie about the
+// rewritten code, so they are dropped, always; the name section is kept with
+// its function indices remapped, or dropped whole if it does not parse.
+func (rw *rewriter) custom(out, wasm []byte, s wasmbin.Section) []byte {
+	switch {
+	case s.Name == "name":
+		if c, ok := rw.names(s.Content); ok {
+			return wasmbin.AppendCustomSection(out, "name", c)
+		}
+		return out
+	case strings.HasPrefix(s.Name, ".debug_"), s.Name == "sourceMappingURL", s.Name == "external_debug_info",
+		strings.HasPrefix(s.Name, "reloc."), s.Name == "linking":
+		return out
+	}
+	return append(out, wasm[s.Offset:s.End]...)
+}

@@ -1,0 +1,178 @@
+package fuel
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/sys"
+)
+
+// ExitCodeOutOfFuel is the exit code an instance is closed with when its
+// budget runs out, next to wazero's sys.ExitCodeDeadlineExceeded and
+// sys.ExitCodeContextCanceled. A guest can pass the same number to
+// proc_exit, so classify with Meter.Exhausted, not with the code alone.
+const ExitCodeOutOfFuel uint32 = 0xfffffffd
+
+// Slice is the fuel granted per refuel. Every slice the guest returns to Go,
+// where the deadline is checked and the Go scheduler and garbage collector
+// can stop the goroutine. On the machines measured (see bench_test.go) a
+// slice of a CPU-bound guest runs for about 5 ms, so deadlines hold and GC
+// pauses stay within tens of milliseconds, while the refuel calls
+// themselves cost nothing measurable.
+const Slice = 10_000_000
+
+// Meter is one instance's fuel account. Attach it to the context the
+// instance is instantiated and called with (WithMeter); the refuel host
+// function draws from it. Its methods are safe for concurrent use.
+type Meter struct {
+	mu        sync.Mutex
+	budget    uint64 // 0: unlimited
+	granted   uint64 // fuel handed to the guest so far (deficits included)
+	counter   int64  // the guest's counter at the last refuel or Finish
+	exhausted bool
+}
+
+// NewMeter returns a meter with the given budget; 0 means unlimited (the
+// guest still returns to Go every Slice, so deadlines are still checked).
+func NewMeter(budget uint64) *Meter { return &Meter{budget: budget} }
+
+type meterKey struct{}
+
+// WithMeter attaches m to ctx for the refuel host function.
+func WithMeter(ctx context.Context, m *Meter) context.Context {
+	return context.WithValue(ctx, meterKey{}, m)
+}
+
+// Used returns the fuel the instance consumed: exact after Finish (or
+// after the budget ran out, when it is the budget), otherwise as of the
+// last refuel.
+func (m *Meter) Used() uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.exhausted {
+		return m.budget
+	}
+	return used(m.granted, m.counter)
+}
+
+// Exhausted reports whether the instance spent more than the budget: it
+// was closed with ExitCodeOutOfFuel, or Finish found the overdraft.
+func (m *Meter) Exhausted() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.exhausted
+}
+
+// Finish reads the counter left in mod (the instrumented instance, closed
+// or not) so that Used is exact, and marks the meter exhausted if the
+// instance spent more than the budget after the last check (the guest
+// checks only at loop headers and the entries of functions that call, so
+// the tail of a run can overdraw without calling refuel). Call it once the
+// instance has stopped.
+func (m *Meter) Finish(mod api.Module) {
+	if mod == nil {
+		return
+	}
+	g := mod.ExportedGlobal(CounterExport)
+	if g == nil {
+		return
+	}
+	c := int64(g.Get())
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.exhausted {
+		return
+	}
+	m.counter = c
+	if m.budget != 0 && used(m.granted, c) > m.budget {
+		m.exhausted = true
+	}
+}
+
+func used(granted uint64, counter int64) uint64 {
+	if counter >= 0 {
+		if uint64(counter) > granted {
+			return 0
+		}
+		return granted - uint64(counter)
+	}
+	return granted + uint64(-counter)
+}
+
+// refill settles a refuel call with the guest's counter (negative: the
+// deficit) and returns the counter's new value, or false when the budget
+// cannot cover what was spent.
+func (m *Meter) refill(counter int64) (int64, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	spent := used(m.granted, counter)
+	grant := uint64(Slice)
+	if m.budget != 0 {
+		if spent > m.budget {
+			m.counter = counter
+			m.exhausted = true
+			return 0, false
+		}
+		grant = min(grant, m.budget-spent)
+	}
+	// The deficit is forgiven into granted, so the counter restarts at the
+	// grant and Used stays granted - counter.
+	m.granted = spent + grant
+	m.counter = int64(grant)
+	return m.counter, true
+}
+
+// note records the counter when the instance ends for another reason.
+func (m *Meter) note(counter int64) {
+	m.mu.Lock()
+	m.counter = counter
+	m.mu.Unlock()
+}
+
+// Instantiate defines the host module ImportModule with the refuel
+// function in r. Call it once per runtime, before instantiating any
+// instrumented module.
+func Instantiate(ctx context.Context, r wazero.Runtime) (api.Closer, error) {
+	return r.NewHostModuleBuilder(ImportModule).
+		NewFunctionBuilder().
+		WithGoModuleFunction(api.GoModuleFunc(refuel), []api.ValueType{api.ValueTypeI64}, []api.ValueType{api.ValueTypeI64}).
+		WithParameterNames("counter").
+		WithResultNames("counter").
+		Export(ImportName).
+		Instantiate(ctx)
+}
+
+// refuel runs when a charge overdrew the guest's counter: stack[0] is the
+// counter (negative). It ends the instance when the call's context is done
+// or the budget is spent, as wazero's own proc_exit does (close, then
+// panic with the exit error, which wazero returns to the caller); else it
+// returns the refilled counter. Without a Meter in the context the guest
+// runs unmetered, still checking the context every slice.
+func refuel(ctx context.Context, mod api.Module, stack []uint64) {
+	counter := int64(stack[0])
+	m, _ := ctx.Value(meterKey{}).(*Meter)
+	if err := ctx.Err(); err != nil {
+		code := sys.ExitCodeContextCanceled
+		if errors.Is(err, context.DeadlineExceeded) {
+			code = sys.ExitCodeDeadlineExceeded
+		}
+		if m != nil {
+			m.note(counter)
+		}
+		_ = mod.CloseWithExitCode(ctx, code)
+		panic(sys.NewExitError(code))
+	}
+	if m == nil {
+		stack[0] = Slice
+		return
+	}
+	next, ok := m.refill(counter)
+	if !ok {
+		_ = mod.CloseWithExitCode(ctx, ExitCodeOutOfFuel)
+		panic(sys.NewExitError(ExitCodeOutOfFuel))
+	}
+	stack[0] = uint64(next)
+}

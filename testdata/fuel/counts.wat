@@ -1,0 +1,127 @@
+;; counts.wat: small functions whose fuel the tests in internal/fuel pin
+;; exactly (the way wasmtime's tests/all/fuel.wast does). The cost model is
+;; in internal/fuel/doc.go: 1 per instruction executed, an instruction
+;; skipped by a taken branch costs nothing, plus size charges for
+;; memory.grow (4096 a page) and the bulk instructions (1 per 16 bytes).
+;; Each function's comment gives its fuel. Build: make -C testdata/fuel fixtures
+(module
+  (memory 1 100)
+  (data $d "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef")
+
+  ;; 4: i32.const i32.const i32.add end
+  (func (export "straight") (result i32)
+    i32.const 1
+    i32.const 2
+    i32.add)
+
+  ;; 7n+3 for n >= 1: loop (1), 7 per iteration, end end (2)
+  (func (export "loop") (param $n i32) (local $i i32)
+    (loop $l
+      local.get $i
+      i32.const 1
+      i32.add
+      local.tee $i
+      local.get $n
+      i32.lt_u
+      br_if $l))
+
+  ;; true: local.get if (2) + i32.const else (2) + end (1) = 5
+  ;; false: 2 + i32.const i32.const i32.add end (4) + end (1) = 7
+  (func (export "branch") (param i32) (result i32)
+    local.get 0
+    if (result i32)
+      i32.const 10
+    else
+      i32.const 20
+      i32.const 1
+      i32.add
+    end)
+
+  ;; 4 per call
+  (func $add1 (param i32) (result i32)
+    local.get 0
+    i32.const 1
+    i32.add)
+
+  ;; i32.const call call call end (5) + 3 * 4 = 17
+  (func (export "calls") (result i32)
+    i32.const 0
+    call $add1
+    call $add1
+    call $add1)
+
+  ;; block block block local.get br_table (5), then
+  ;; 0: i32.const i32.const i32.add return (4) = 9
+  ;; 1: i32.const return (2) = 7
+  ;; 2 and above: i32.const nop end (3) = 8
+  (func (export "brtable") (param i32) (result i32)
+    (block $b2
+      (block $b1
+        (block $b0
+          local.get 0
+          br_table $b0 $b1 $b2)
+        i32.const 100
+        i32.const 1
+        i32.add
+        return)
+      i32.const 101
+      return)
+    i32.const 102
+    nop)
+
+  ;; local.get memory.grow end (3) + 4096 per page asked
+  (func (export "grow") (param i32) (result i32)
+    local.get 0
+    memory.grow)
+
+  ;; i32.const i32.const local.get memory.fill end (5) + n/16
+  (func (export "fill") (param i32)
+    i32.const 0
+    i32.const 7
+    local.get 0
+    memory.fill)
+
+  ;; (5) + n/16
+  (func (export "copy") (param i32)
+    i32.const 1024
+    i32.const 0
+    local.get 0
+    memory.copy)
+
+  ;; (5) + n/16
+  (func (export "init") (param i32)
+    i32.const 2048
+    i32.const 0
+    local.get 0
+    memory.init $d)
+
+  ;; i32.const drop unreachable (3); the end after it is dead
+  (func (export "trap")
+    i32.const 1
+    drop
+    unreachable)
+
+  ;; fib(n) recursively. F(n) = 6 for n < 2 (local.get i32.const i32.lt_u if
+  ;; local.get return); else 4 + 10 (the code after the if) + F(n-1) + F(n-2)
+  (func $fib (export "fib") (param i32) (result i32)
+    local.get 0
+    i32.const 2
+    i32.lt_u
+    if
+      local.get 0
+      return
+    end
+    local.get 0
+    i32.const 1
+    i32.sub
+    call $fib
+    local.get 0
+    i32.const 2
+    i32.sub
+    call $fib
+    i32.add)
+
+  ;; loop (1) + br per iteration, forever: the runaway guest
+  (func (export "spin")
+    (loop $l
+      br $l)))

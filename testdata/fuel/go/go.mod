@@ -1,0 +1,3 @@
+module subakofuelguests
+
+go 1.26
