@@ -1,0 +1,67 @@
+package fuel
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/subako/subako-runner/internal/wasmbin"
+	"github.com/tetratelabs/wazero"
+)
+
+// FuzzInstrument feeds the rewriter mutated modules: it must never panic,
+// and whatever wazero compiles before the rewrite it must compile after.
+func FuzzInstrument(f *testing.F) {
+	for _, glob := range []string{filepath.Join(fixtures, "*.wasm"), filepath.Join(fixtures, "c", "*.wasm"),
+		"../../testdata/checks/*.wasm", "../wasmbin/testdata/*.wasm"} {
+		paths, _ := filepath.Glob(glob)
+		for _, p := range paths {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				f.Fatal(err)
+			}
+			if len(b) <= 64<<10 {
+				f.Add(b)
+			}
+		}
+	}
+	ctx := context.Background()
+	r := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCoreFeatures(allFeatures))
+	f.Cleanup(func() { r.Close(ctx) })
+	f.Fuzz(func(t *testing.T, wasm []byte) {
+		out, err := Instrument(wasm)
+		// wazero's decoder trusts vector counts (a forged data segment
+		// count makes it allocate gigabytes: the seed 5e71b1d705fc2964), so
+		// like the runtime, which runs modcheck first, only modules our
+		// decoder accepts reach it.
+		// It also allocates a slice as long as a function's declared
+		// locals (up to 2^32), so modules declaring many are skipped too.
+		m, derr := wasmbin.Decode(wasm)
+		if derr != nil || manyLocals(m) {
+			return
+		}
+		if compiles(ctx, r, wasm) != nil {
+			return
+		}
+		if err != nil {
+			t.Fatalf("wazero compiles the input but Instrument fails: %v", err)
+		}
+		if err := compiles(ctx, r, out); err != nil {
+			t.Fatalf("wazero compiles the input but not the output: %v", err)
+		}
+	})
+}
+
+func manyLocals(m *wasmbin.Module) bool {
+	for _, c := range m.Codes {
+		n := uint64(0)
+		for _, l := range c.Locals {
+			n += uint64(l.Count)
+		}
+		if n > 1<<16 {
+			return true
+		}
+	}
+	return false
+}
