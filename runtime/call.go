@@ -67,8 +67,12 @@ type Stats struct {
 	MemoryBytes int64 `json:"memoryBytes"`
 	// BytesWritten is what the call charged to its write budget.
 	BytesWritten int64 `json:"bytesWritten"`
-	// HTTPRequests counts requests sent through subako_http.
+	// HTTPRequests counts requests sent through subako_http, each
+	// redirect hop included.
 	HTTPRequests int64 `json:"httpRequests"`
+	// HTTPBytesSent and HTTPBytesReceived count HTTP body bytes.
+	HTTPBytesSent     int64 `json:"httpBytesSent"`
+	HTTPBytesReceived int64 `json:"httpBytesReceived"`
 }
 
 // Result is the outcome of one call.
@@ -143,41 +147,83 @@ func (p *Package) Call(ctx context.Context, req CallRequest) (*Result, error) {
 	return res, nil
 }
 
-func (p *Package) call(ctx context.Context, tool string, args json.RawMessage, req CallRequest, lim limits.Limits, res *Result) error {
-	log := p.rt.log.With(zap.String("package", p.name), zap.String("tool", tool))
-	started := time.Now()
-	layout := fsmount.Layout{Tmp: res.TmpDir, Data: req.Data, Skills: req.Skills}
+// callRun is one instance set up for a call (or a probe): its mounts,
+// write budget, network and session.
+type callRun struct {
+	s       *session
+	mounts  *fsmount.Set
+	budget  *limits.WriteBudget
+	http    *subakohttp.Call
+	started time.Time
+}
+
+// startCall prepares the mounts, budget and network of one call and starts
+// the instance. With discovery set it is set up as discovery is: only
+// /package, no volume, no network, the discovery deadline.
+func (p *Package) startCall(ctx context.Context, req CallRequest, tmp string, lim limits.Limits, discovery bool, log *zap.Logger) (*callRun, error) {
+	c := &callRun{started: time.Now()}
+	layout := fsmount.Layout{Tmp: tmp, Data: req.Data, Skills: req.Skills}
+	policy, deadline := req.Network, c.started.Add(lim.CallTimeout)
+	if policy == nil {
+		policy = denyAll
+	}
+	if discovery {
+		layout = fsmount.Layout{}
+		policy, deadline = subakohttp.DiscoveryPolicy(), c.started.Add(lim.DiscoveryTimeout)
+	}
 	if p.checked.Source.HasAssets {
 		layout.Package = p.checked.Source.Dir
 	}
 	mounts, err := openMounts(layout)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer mounts.Close()
-	budget := limits.NewWriteBudget(lim.WriteBudget)
-	policy := req.Network
-	if policy == nil {
-		policy = denyAll
-	}
-	httpCall := subakohttp.NewCall(subakohttp.CallConfig{
-		Policy: policy, Files: volumeFiles{mounts}, Budget: budget, Limits: lim, Logger: log,
+	c.mounts = mounts
+	c.budget = limits.NewWriteBudget(lim.WriteBudget)
+	c.http = subakohttp.NewCall(subakohttp.CallConfig{
+		Policy: policy, Files: volumeFiles{mounts}, Budget: c.budget, Limits: lim, Logger: log,
 	})
-	s, err := p.rt.startSession(ctx, instanceConfig{
+	c.s, err = p.rt.startSession(ctx, instanceConfig{
 		compiled: p.checked.compiled,
 		limits:   lim,
-		deadline: started.Add(lim.CallTimeout),
-		wasi:     wasi.Config{Mounts: mounts, Budget: budget},
-		http:     httpCall,
+		deadline: deadline,
+		wasi:     wasi.Config{Mounts: mounts, Budget: c.budget},
+		http:     c.http,
 	}, log)
+	if err != nil {
+		mounts.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// stats reads the resources the run used; call it after the instance ended.
+func (c *callRun) stats() Stats {
+	h := c.http.Stats()
+	st := Stats{
+		Duration:          time.Since(c.started),
+		MemoryBytes:       int64(c.s.memory.Peak()),
+		BytesWritten:      c.budget.Used(),
+		HTTPRequests:      h.Requests,
+		HTTPBytesSent:     h.BytesSent,
+		HTTPBytesReceived: h.BytesReceived,
+	}
+	st.DurationMs = float64(st.Duration.Microseconds()) / 1000
+	return st
+}
+
+func (p *Package) call(ctx context.Context, tool string, args json.RawMessage, req CallRequest, lim limits.Limits, res *Result) error {
+	log := p.rt.log.With(zap.String("package", p.name), zap.String("tool", tool))
+	params, err := protocol.ToolsCallParams(tool, args)
+	if err != nil {
+		return &CallError{CodeBadArguments, err.Error()}
+	}
+	c, err := p.startCall(ctx, req, res.TmpDir, lim, false, log)
 	if err != nil {
 		return err
 	}
-	params, err := protocol.ToolsCallParams(tool, args)
-	if err != nil {
-		s.abort()
-		return &CallError{CodeBadArguments, err.Error()}
-	}
+	defer c.mounts.Close()
+	s := c.s
 	msg, crash := s.request(protocol.MethodToolsCall, params)
 	if crash == nil {
 		res.Result = msg.Result
@@ -189,13 +235,7 @@ func (p *Package) call(ctx context.Context, tool string, args json.RawMessage, r
 			crash = s.finish()
 		}
 	}
-	res.Stats = Stats{
-		Duration:     time.Since(started),
-		MemoryBytes:  int64(s.memory.Peak()),
-		BytesWritten: budget.Used(),
-		HTTPRequests: httpCall.Stats().Requests,
-	}
-	res.Stats.DurationMs = float64(res.Stats.Duration.Microseconds()) / 1000
+	res.Stats = c.stats()
 	switch {
 	case crash != nil:
 		res.Outcome, res.Crash = OutcomeCrashed, crash
@@ -206,7 +246,7 @@ func (p *Package) call(ctx context.Context, tool string, args json.RawMessage, r
 		res.Outcome = OutcomeOK
 	}
 	if crash == nil {
-		res.View = protocol.BuildView(res.Parsed, volumeFiles{mounts})
+		res.View = protocol.BuildView(res.Parsed, volumeFiles{c.mounts})
 	}
 	fields := []zap.Field{zap.String("outcome", string(res.Outcome)), zap.Duration("duration", res.Stats.Duration),
 		zap.Int64("memoryBytes", res.Stats.MemoryBytes), zap.Int64("bytesWritten", res.Stats.BytesWritten), zap.Int64("httpRequests", res.Stats.HTTPRequests)}

@@ -71,10 +71,8 @@ func (rt *Runtime) RunCommand(ctx context.Context, path string, cmd Command) (*C
 		return nil, fmt.Errorf("compiling %s: %w", path, err)
 	}
 	defer compiled.Close(ctx)
-	for _, m := range compiled.ExportedMemories() {
-		if uint64(m.Min())*uint64(limits.WasmPageSize) > uint64(lim.Memory) {
-			return nil, fmt.Errorf("the module's initial memory (%d pages) is over the memory limit of %s", m.Min(), limits.FormatSize(lim.Memory))
-		}
+	if err := initialMemoryFits(compiled, lim.Memory); err != nil {
+		return nil, err
 	}
 	mounts, err := fsmount.Open(cmd.Mounts)
 	if err != nil {

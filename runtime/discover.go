@@ -111,11 +111,16 @@ func (rt *Runtime) Discover(ctx context.Context, c *Checked, path string) (*Pack
 		return nil, err
 	}
 	p := &Package{rt: rt, checked: c, name: c.Source.displayName(path)}
-	rej, crash := rt.discover(s, p)
+	tools, rej, crash := rt.discover(s, p)
 	if crash == nil && rej == nil {
 		crash = s.finish()
 	} else {
 		s.abort()
+	}
+	if crash == nil && rej == nil {
+		// Validation (schema compilation) runs after the module exited: the
+		// discovery deadline is the module's time, not the host's.
+		rej = p.validateTools(tools, lim.MaxTools)
 	}
 	p.Discovery.Duration = time.Since(started)
 	p.Discovery.Stderr = s.stderr.String()
@@ -135,48 +140,53 @@ func (rt *Runtime) Discover(ctx context.Context, c *Checked, path string) (*Pack
 	return p, nil
 }
 
-// discover runs server/discover and the tools/list pages on a session.
-func (rt *Runtime) discover(s *session, p *Package) (*RejectedError, *Crash) {
+// discover runs server/discover and the tools/list pages on a session and
+// returns every tool listed.
+func (rt *Runtime) discover(s *session, p *Package) ([]protocol.Tool, *RejectedError, *Crash) {
 	msg, crash := s.request(protocol.MethodDiscover, map[string]any{})
 	if crash != nil {
-		return nil, crash
+		return nil, nil, crash
 	}
 	var err error
 	p.Discovery.Result, err = protocol.ParseDiscover(msg.Result)
 	if err != nil {
-		return rejectedBy(err), nil
+		return nil, rejectedBy(err), nil
 	}
 	var tools []protocol.Tool
 	var cursor *string
 	for {
 		msg, crash := s.request(protocol.MethodToolsList, protocol.ToolsListParams(cursor))
 		if crash != nil {
-			return nil, crash
+			return nil, nil, crash
 		}
 		p.Discovery.Pages++
 		page, err := protocol.ParseToolsPage(msg.Result)
 		if err != nil {
-			return rejectedBy(err), nil
+			return nil, rejectedBy(err), nil
 		}
 		tools = append(tools, page.Tools...)
 		if page.NextCursor == nil {
-			break
+			return tools, nil, nil
 		}
 		if p.Discovery.Pages >= s.lim.MaxPages {
-			return rejectedBy(protocol.ErrTooManyPages(s.lim.MaxPages)), nil
+			return nil, rejectedBy(protocol.ErrTooManyPages(s.lim.MaxPages)), nil
 		}
 		cursor = page.NextCursor
 	}
-	set, problems := protocol.ValidateTools(tools, s.lim.MaxTools)
+}
+
+// validateTools applies the tool-list rules of host-contract §4.
+func (p *Package) validateTools(tools []protocol.Tool, maxTools int) *RejectedError {
+	set, problems := protocol.ValidateTools(tools, maxTools)
 	if len(problems) > 0 {
 		rej := &RejectedError{}
 		for _, e := range problems {
 			rej.Rejections = append(rej.Rejections, Rejection{Code: e.Code, Message: e.Message})
 		}
-		return rej, nil
+		return rej
 	}
 	p.tools = set
-	return nil, nil
+	return nil
 }
 
 // rejectedBy turns a protocol error into a rejection with the same code.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,14 +14,47 @@ import (
 
 	"github.com/subako/subako-runner/internal/testguest"
 	"github.com/subako/subako-runner/limits"
+	"github.com/subako/subako-runner/protocol"
 )
 
 const guests = "../testdata/guests/"
 
+// compiledCache is shared by every runtime of this test binary, so each
+// guest is compiled once per run (compiling is most of a test's cost,
+// especially under -race).
+var compiledCache string
+
+func TestMain(m *testing.M) {
+	// make test sets SUBAKO_TEST_COMPILATION_CACHE so that its -race pass
+	// reuses the machine code of the plain pass: the code is the same, and
+	// compiling under -race is slow.
+	if dir := os.Getenv("SUBAKO_TEST_COMPILATION_CACHE"); dir != "" {
+		compiledCache = dir
+		os.Exit(m.Run())
+	}
+	dir, err := os.MkdirTemp("", "subako-runtime-test-cache-")
+	if err != nil {
+		panic(err)
+	}
+	compiledCache = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// heavy skips a test in -short mode: make test's -race pass runs the
+// session and concurrency logic, not every large or slow guest again.
+func heavy(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("large or slow guest; runs without -short")
+	}
+}
+
 // newRuntime returns a runtime closed at the end of the test.
 func newRuntime(t testing.TB, lim *limits.Limits) *Runtime {
 	t.Helper()
-	rt, err := New(context.Background(), Config{Limits: lim})
+	rt, err := New(context.Background(), Config{Limits: lim, CompilationCacheDir: compiledCache})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,6 +109,7 @@ func viewText(res *Result) string {
 }
 
 func TestGreetPackageDiscoversAndCalls(t *testing.T) {
+	t.Parallel()
 	rt := newRuntime(t, nil)
 	pkg := load(t, rt, makePackage(t, testguest.Go(t, guests+"greet"), nil))
 	if _, ok := pkg.Tool("greet"); !ok {
@@ -105,6 +140,7 @@ func TestGreetPackageDiscoversAndCalls(t *testing.T) {
 }
 
 func TestCallRefusedBeforeTheModuleRuns(t *testing.T) {
+	t.Parallel()
 	rt := newRuntime(t, nil)
 	pkg := load(t, rt, makePackage(t, testguest.Go(t, guests+"greet"), nil))
 	tests := []struct {
@@ -129,9 +165,8 @@ func TestCallRefusedBeforeTheModuleRuns(t *testing.T) {
 }
 
 func TestSDKPackageDiscoversAndCalls(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the MCP Go SDK guest")
-	}
+	t.Parallel()
+	heavy(t)
 	rt := newRuntime(t, nil)
 	pkg := load(t, rt, makePackage(t, testguest.Go(t, guests+"sdkgreet"), nil))
 	res := call(t, pkg, CallRequest{Tool: "greet", Arguments: json.RawMessage(`{"name":"Ada"}`)})
@@ -141,16 +176,23 @@ func TestSDKPackageDiscoversAndCalls(t *testing.T) {
 }
 
 func TestConcurrentCallsOnOnePackage(t *testing.T) {
+	t.Parallel()
 	rt := newRuntime(t, nil)
-	pkg := load(t, rt, makePackage(t, testguest.Go(t, guests+"greet"), nil))
-	const n = 100
+	// 100 calls of the C package, and 10 of the Go one (whose runtime start
+	// is heavier, especially under -race), all at once on one package each.
+	c := load(t, rt, "../testdata/packages/cgreet")
+	goPkg := load(t, rt, makePackage(t, testguest.Go(t, guests+"greet"), nil))
 	var wg sync.WaitGroup
-	errs := make(chan string, n)
-	for i := 0; i < n; i++ {
+	errs := make(chan string, 110)
+	for i := 0; i < 110; i++ {
+		pkg := c
+		if i%11 == 10 {
+			pkg = goPkg
+		}
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			name := "caller-" + strings.Repeat("x", i%7)
+			name := fmt.Sprintf("caller-%d", i)
 			args, _ := json.Marshal(map[string]string{"name": name})
 			res, err := pkg.Call(context.Background(), CallRequest{Tool: "greet", Arguments: args})
 			if err != nil {
@@ -159,7 +201,7 @@ func TestConcurrentCallsOnOnePackage(t *testing.T) {
 			}
 			defer res.Release()
 			if res.Outcome != OutcomeOK || !strings.Contains(viewText(res), "Hello, "+name+"!") {
-				errs <- string(res.Outcome) + " " + viewText(res)
+				errs <- fmt.Sprintf("%s: %s %+v %s", pkg.Name(), res.Outcome, res.Crash, viewText(res))
 			}
 		}(i)
 	}
@@ -173,9 +215,10 @@ func TestConcurrentCallsOnOnePackage(t *testing.T) {
 // TestCrashRules runs every call mode of the misbehave guest and checks the
 // outcome and crash code of host-contract §6.
 func TestCrashRules(t *testing.T) {
-	lim := limits.Default()
-	lim.CallTimeout = 3 * time.Second
-	rt := newRuntime(t, &lim)
+	t.Parallel()
+	rt := newRuntime(t, nil)
+	short := limits.Default()
+	short.CallTimeout = 2 * time.Second
 	pkg := load(t, rt, makePackage(t, testguest.Go(t, guests+"misbehave"), nil))
 	tests := []struct {
 		tool  string
@@ -222,8 +265,15 @@ func TestCrashRules(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.tool, func(t *testing.T) {
 			t.Parallel()
+			if strings.HasPrefix(tt.tool, "output_too_large") {
+				heavy(t) // tens of MiB through fd_write
+			}
+			req := CallRequest{Tool: tt.tool}
+			if tt.crash == CrashTimeout {
+				req.Limits = &short
+			}
 			start := time.Now()
-			res := call(t, pkg, CallRequest{Tool: tt.tool})
+			res := call(t, pkg, req)
 			elapsed := time.Since(start)
 			if tt.crash == "" {
 				if res.Outcome != OutcomeOK {
@@ -237,7 +287,7 @@ func TestCrashRules(t *testing.T) {
 			if res.Crash.Message == "" {
 				t.Error("crash without a message")
 			}
-			if elapsed > 20*time.Second {
+			if elapsed > 30*time.Second {
 				t.Errorf("the crashed call took %v to return", elapsed)
 			}
 		})
@@ -248,6 +298,7 @@ func TestCrashRules(t *testing.T) {
 // forward to a UTF-8 boundary: the guest writes 12,233 bytes whose last
 // 4,096 begin inside a three-byte "€".
 func TestCrashCarriesTheStderrTail(t *testing.T) {
+	t.Parallel()
 	rt := newRuntime(t, nil)
 	pkg := load(t, rt, makePackage(t, testguest.Go(t, guests+"misbehave"), nil))
 	want := strings.Repeat("€", 1358) + "\nSTDERR-TAIL-MARKER\n"
@@ -266,19 +317,36 @@ func TestCrashCarriesTheStderrTail(t *testing.T) {
 // An answer followed by a module that never exits is exit_timeout about
 // one second after stdin closed, and the call returns promptly.
 func TestExitTimeoutIsAboutOneSecond(t *testing.T) {
+	t.Parallel()
 	rt := newRuntime(t, nil)
 	pkg := load(t, rt, makePackage(t, testguest.Go(t, guests+"misbehave"), nil))
-	start := time.Now()
 	res := call(t, pkg, CallRequest{Tool: "exit_timeout"})
-	elapsed := time.Since(start)
 	if res.Crash == nil || res.Crash.Reason != CrashExitTimeout {
 		t.Fatalf("crash %+v, want exit_timeout", res.Crash)
 	}
-	if elapsed < time.Second || elapsed > 10*time.Second {
-		t.Errorf("exit_timeout call took %v; want a little over 1s", elapsed)
-	}
 	if len(res.Result) == 0 {
 		t.Error("the answer given before the exit timeout is not kept in Result")
+	}
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+	for _, tool := range []string{"exit_timeout", "exit_timeout_sleep", "exit_timeout_read"} {
+		start := time.Now()
+		pr, err := pkg.Probe(context.Background(), Probe{Messages: []json.RawMessage{
+			json.RawMessage(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + tool + `","arguments":{},` + meta + `}}`),
+		}}, CallRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pr.Crash == nil || pr.Crash.Reason != CrashExitTimeout {
+			t.Fatalf("%s: crash %+v", tool, pr.Crash)
+		}
+		// The instance is ended 1 s after stdin closed; ending it takes
+		// little more, even on a loaded machine.
+		if pr.ExitAfterClose < time.Second || pr.ExitAfterClose > 3*time.Second {
+			t.Errorf("%s: ended %v after stdin closed, want about 1s", tool, pr.ExitAfterClose)
+		}
+		if elapsed := time.Since(start); elapsed > 30*time.Second {
+			t.Errorf("%s: the probe took %v to return", tool, elapsed)
+		}
 	}
 }
 
@@ -294,9 +362,11 @@ func discoveryMode(t *testing.T, rt *Runtime, mode string) (*Package, error) {
 }
 
 func TestDiscoveryRules(t *testing.T) {
-	lim := limits.Default()
-	lim.DiscoveryTimeout = 4 * time.Second
-	rt := newRuntime(t, &lim)
+	t.Parallel()
+	rt := newRuntime(t, nil)
+	quick := limits.Default()
+	quick.DiscoveryTimeout = 4 * time.Second
+	rtQuick := newRuntime(t, &quick) // for the slow discovery
 	tests := []struct {
 		mode  string
 		code  string // "" = accepted
@@ -340,6 +410,14 @@ func TestDiscoveryRules(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(strings.ReplaceAll(tt.mode, "/", "_"), func(t *testing.T) {
 			t.Parallel()
+			rt := rt
+			switch tt.mode {
+			case "slow_discovery":
+				heavy(t)
+				rt = rtQuick
+			case "max_tools", "too_many_tools", "sixteen_pages":
+				heavy(t)
+			}
 			pkg, err := discoveryMode(t, rt, tt.mode)
 			if tt.code == "" {
 				if err != nil {
@@ -368,6 +446,7 @@ func TestDiscoveryRules(t *testing.T) {
 
 // Discovery mounts only /package: the module cannot see a volume.
 func TestDiscoveryMountsOnlyThePackage(t *testing.T) {
+	t.Parallel()
 	rt := newRuntime(t, nil)
 	pkg := load(t, rt, makePackage(t, testguest.Go(t, guests+"greet"), map[string]string{"assets/greeting.txt": "Ahoy"}))
 	res := call(t, pkg, CallRequest{Tool: "greet", Arguments: json.RawMessage(`{"name":"Ada"}`)})
@@ -377,6 +456,7 @@ func TestDiscoveryMountsOnlyThePackage(t *testing.T) {
 }
 
 func TestModelView(t *testing.T) {
+	t.Parallel()
 	rt := newRuntime(t, nil)
 	pkg := load(t, rt, makePackage(t, testguest.Go(t, guests+"greet"), nil))
 	res := call(t, pkg, CallRequest{Tool: "media"})
@@ -431,6 +511,7 @@ func TestModelView(t *testing.T) {
 }
 
 func TestCPackageAndRealTrap(t *testing.T) {
+	t.Parallel()
 	rt := newRuntime(t, nil)
 	pkg := load(t, rt, "../testdata/packages/cgreet")
 	res := call(t, pkg, CallRequest{Tool: "greet", Arguments: json.RawMessage(`{"name":"Ada"}`)})
@@ -444,6 +525,7 @@ func TestCPackageAndRealTrap(t *testing.T) {
 }
 
 func TestTrapDuringDiscoveryCarriesStderr(t *testing.T) {
+	t.Parallel()
 	rt := newRuntime(t, nil)
 	_, err := rt.Load(context.Background(), "../testdata/guests/wat/trap.wasm")
 	var rej *RejectedError
@@ -456,6 +538,7 @@ func TestTrapDuringDiscoveryCarriesStderr(t *testing.T) {
 }
 
 func TestOutOfMemory(t *testing.T) {
+	t.Parallel()
 	lim := limits.Default()
 	lim.Memory = 64 * limits.MiB
 	rt := newRuntime(t, &lim)
@@ -483,6 +566,7 @@ func TestOutOfMemory(t *testing.T) {
 
 // The example packages of every toolchain discover and call the same way.
 func TestToolchainPackages(t *testing.T) {
+	t.Parallel()
 	rt := newRuntime(t, nil)
 	for _, dir := range []string{"cgreet", "rustgreet", "asgreet"} {
 		t.Run(dir, func(t *testing.T) {
@@ -496,5 +580,56 @@ func TestToolchainPackages(t *testing.T) {
 				t.Fatalf("empty name: outcome %s crash %+v", res.Outcome, res.Crash)
 			}
 		})
+	}
+}
+
+// A call may run under a lower memory limit than the upload was checked
+// with; an initial memory over it is out_of_memory, not a host panic.
+func TestInitialMemoryOverTheCallLimit(t *testing.T) {
+	t.Parallel()
+	rt := newRuntime(t, nil)
+	pkg := load(t, rt, makePackage(t, testguest.Go(t, guests+"greet"), nil))
+	lim := limits.Default()
+	lim.Memory = limits.WasmPageSize
+	res := call(t, pkg, CallRequest{Tool: "greet", Arguments: json.RawMessage(`{"name":"Ada"}`), Limits: &lim})
+	if res.Crash == nil || res.Crash.Reason != CrashOutOfMemory {
+		t.Fatalf("crash %+v, want out_of_memory", res.Crash)
+	}
+}
+
+func TestProbe(t *testing.T) {
+	t.Parallel()
+	rt := newRuntime(t, nil)
+	pkg := load(t, rt, makePackage(t, testguest.Go(t, guests+"greet"), nil))
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+	big := "123456789012345678901234567890"
+	res, err := pkg.Probe(context.Background(), Probe{Messages: []json.RawMessage{
+		json.RawMessage(`{"jsonrpc":"2.0","method":"notifications/initialized","params":{` + meta + `}}`),
+		json.RawMessage(`{"jsonrpc":"2.0","id":` + big + `,"method":"tools/call","params":{"name":"no_such_tool","arguments":{},` + meta + `}}`),
+		json.RawMessage(`{"jsonrpc":"2.0","id":"s-1","method":"tools/call","params":{"name":"greet","arguments":{"name":"Ada"},` + meta + `}}`),
+	}}, CallRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Crash != nil {
+		t.Fatalf("crash %+v", res.Crash)
+	}
+	if len(res.Responses) != 2 || res.Responses[0].ID.String() != big || res.Responses[1].ID.String() != `"s-1"` {
+		t.Fatalf("responses %+v", res.Responses)
+	}
+	if res.Responses[0].Kind != protocol.KindErrorResponse && res.Responses[0].Kind != protocol.KindResponse {
+		t.Fatalf("unknown tool answer kind %v", res.Responses[0].Kind)
+	}
+	if res.ExitAfterClose <= 0 || res.ExitAfterClose > 2*time.Second {
+		t.Errorf("exit after close %v", res.ExitAfterClose)
+	}
+
+	// EOF with no request at all: a clean exit.
+	res, err = pkg.Probe(context.Background(), Probe{Discovery: true}, CallRequest{})
+	if err != nil || res.Crash != nil || len(res.Responses) != 0 {
+		t.Fatalf("empty probe: %+v %v", res, err)
+	}
+	if _, err := pkg.Probe(context.Background(), Probe{Messages: []json.RawMessage{json.RawMessage(`{"jsonrpc":"2.0","id":1,"result":{}}`)}}, CallRequest{}); err == nil {
+		t.Fatal("a response as a probe message must be refused")
 	}
 }

@@ -66,6 +66,7 @@ type session struct {
 	exited    bool
 	exitErr   error
 	started   time.Time
+	ended     time.Time // when the instance ended; written before done is sent
 
 	mu            sync.Mutex
 	pending       string // Key of the outstanding request's id; "" when none
@@ -108,14 +109,27 @@ func (rt *Runtime) startSession(parent context.Context, cfg instanceConfig, log 
 	}
 	ictx = experimental.WithMemoryAllocator(ictx, s.memory)
 
+	if err := initialMemoryFits(cfg.compiled, lim.Memory); err != nil {
+		// wazero cannot start an instance whose initial memory the allocator
+		// refuses, so the run ends here, as the module would at its start.
+		s.crash = s.newCrash(CrashOutOfMemory, err.Error())
+		s.exited = true
+		inst.Close()
+		return s, nil
+	}
 	go func() {
 		err := rt.runInstance(ictx, cfg.compiled)
 		// A trailing partial line is a protocol line too; deliver it before
 		// reporting the exit, so a final answer without "\n" still counts.
-		if ferr := s.split.Close(); ferr != nil {
-			s.failFrom(ferr)
+		// An instance the host ended was cut off mid-write: its last bytes
+		// are not a line it finished, and the reason it was ended stands.
+		if context.Cause(ctx) == nil {
+			if ferr := s.split.Close(); ferr != nil {
+				s.failFrom(ferr)
+			}
 		}
 		inst.Close()
+		s.ended = time.Now()
 		s.done <- err
 	}()
 	return s, nil
@@ -151,22 +165,40 @@ func (s *session) request(method string, params map[string]any) (protocol.Messag
 	line, err := protocol.EncodeRequest(id, method, params, s.rt.client)
 	if err != nil {
 		// Only the host's own parameters go in here; a failure is a bug.
-		return protocol.Message{}, s.failNow(CrashInvalidResult, "the host could not encode its request: "+err.Error())
+		s.abort()
+		return protocol.Message{}, s.newCrash(CrashInvalidResult, "the host could not encode its request: "+err.Error())
+	}
+	msg, crash := s.send(line, id.Key())
+	if crash != nil {
+		return msg, crash
+	}
+	return s.checkResponse(method, msg)
+}
+
+// send writes one line to stdin and, when pending is not empty, waits for
+// the response to the request whose id has that Key. It does not judge the
+// response: request does, and a probe leaves that to its caller.
+func (s *session) send(line []byte, pending string) (protocol.Message, *Crash) {
+	if s.exited {
+		return protocol.Message{}, s.classifyEnd(pending != "")
 	}
 	s.mu.Lock()
-	s.pending = id.Key()
+	s.pending = pending
 	s.mu.Unlock()
 	if _, err := s.stdin.Write(line); err != nil {
 		return protocol.Message{}, s.failNow(CrashExitedBeforeResponse, "the module closed its stdin before the request was written")
 	}
+	if pending == "" {
+		return protocol.Message{}, nil
+	}
 	select {
 	case msg := <-s.responses:
-		return s.checkResponse(method, msg)
+		return msg, nil
 	case err := <-s.done:
 		s.exited, s.exitErr = true, err
 		select {
 		case msg := <-s.responses: // answered, then exited at once
-			return s.checkResponse(method, msg)
+			return msg, nil
 		default:
 		}
 		return protocol.Message{}, s.classifyEnd(true)
@@ -395,4 +427,15 @@ func firstLine(s string) string {
 		return s[:i]
 	}
 	return s
+}
+
+// initialMemoryFits reports whether the module's initial memory fits the
+// limit. A call may run under a lower limit than the one checked at upload.
+func initialMemoryFits(compiled wazero.CompiledModule, limit int64) error {
+	for _, m := range compiled.ExportedMemories() {
+		if need := uint64(m.Min()) * uint64(limits.WasmPageSize); need > uint64(limit) {
+			return fmt.Errorf("the module's initial memory of %s is over the memory limit of %s", limits.FormatSize(int64(need)), limits.FormatSize(limit))
+		}
+	}
+	return nil
 }

@@ -1,0 +1,117 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/subako/subako-runner/protocol"
+)
+
+// Probe is a raw conversation with one fresh instance of a loaded package,
+// for conformance testing (`subako-runner check`): the messages are written
+// exactly as given, and the module's answers are returned unjudged.
+type Probe struct {
+	// Messages are written to stdin, one per line, in order. After a
+	// request (a message with a method and an id) the probe waits for its
+	// answer before writing the next message; a notification is written
+	// at once. Each message must be one line of JSON.
+	Messages []json.RawMessage
+	// Discovery runs the instance as discovery does: only /package
+	// mounted, no network, the discovery deadline.
+	Discovery bool
+}
+
+// ProbeResult is what one probe observed.
+type ProbeResult struct {
+	// Responses are the module's answers, one per request, in order; a
+	// request left unanswered has none.
+	Responses []protocol.Message
+	// Notifications counts the messages without an id the module wrote.
+	Notifications int
+	// Crash is the first rule of host-contract §6 the run broke, judged as
+	// for a call except that JSON-RPC errors and results are not judged.
+	Crash *Crash
+	// ExitAfterClose is how long the module ran after stdin closed; zero
+	// when it exited before.
+	ExitAfterClose time.Duration
+	// Stderr is the tail of the module's stderr.
+	Stderr string
+	Stats  Stats
+}
+
+// Probe runs a raw conversation with a fresh instance. req supplies the
+// mounts, network and limits as for a call (its Tool and Arguments are not
+// used). An error means the host could not run the probe, or a message is
+// not a request or notification on one line.
+func (p *Package) Probe(ctx context.Context, pr Probe, req CallRequest) (*ProbeResult, error) {
+	lim := p.rt.limits
+	if req.Limits != nil {
+		lim = *req.Limits
+		if err := lim.Validate(); err != nil {
+			return nil, err
+		}
+	}
+	lines := make([][]byte, len(pr.Messages))
+	pending := make([]string, len(pr.Messages))
+	for i, m := range pr.Messages {
+		line := append(append([]byte(nil), m...), '\n')
+		msg, err := protocol.Classify(m)
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("probe message %d: %v", i, err)
+		case msg.Kind == protocol.KindRequest:
+			pending[i] = msg.ID.Key()
+		case msg.Kind != protocol.KindNotification:
+			return nil, fmt.Errorf("probe message %d is not a request or a notification", i)
+		}
+		lines[i] = line
+	}
+	tmp := req.Tmp
+	if tmp == "" && !pr.Discovery {
+		dir, err := os.MkdirTemp("", "subako-probe-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(dir)
+		tmp = dir
+	}
+	log := p.rt.log.With(zap.String("package", p.name), zap.String("probe", "raw"))
+	c, err := p.startCall(ctx, req, tmp, lim, pr.Discovery, log)
+	if err != nil {
+		return nil, err
+	}
+	defer c.mounts.Close()
+	res := &ProbeResult{}
+	var crash *Crash
+	for i := range lines {
+		msg, cr := c.s.send(lines[i], pending[i])
+		if cr != nil {
+			crash = cr
+			break
+		}
+		if pending[i] != "" {
+			res.Responses = append(res.Responses, msg)
+		}
+	}
+	if crash == nil {
+		closed := time.Now()
+		crash = c.s.finish()
+		if !c.s.ended.IsZero() && c.s.ended.After(closed) {
+			res.ExitAfterClose = c.s.ended.Sub(closed)
+		}
+	} else {
+		c.s.abort()
+	}
+	res.Crash = crash
+	res.Stats = c.stats()
+	res.Stderr = c.s.stderr.String()
+	c.s.mu.Lock()
+	res.Notifications = c.s.notifications
+	c.s.mu.Unlock()
+	return res, nil
+}
