@@ -281,13 +281,23 @@ func (fr *funcRewriter) body(code *wasmbin.Code) ([]byte, error) {
 			fr.branch(in.Index)
 			fr.copy(expr)
 			dead, fr.deadDepth = true, len(fr.ctrl)
+		case wasmbin.OpReturnCall:
+			if in.Index < fr.rw.nImpFuncs {
+				fr.cost += ImportCallCost
+			}
+			fr.writeback()
+			fr.copy(expr)
+			dead, fr.deadDepth = true, len(fr.ctrl)
 		case wasmbin.OpReturn, wasmbin.OpUnreachable,
-			wasmbin.OpReturnCall, wasmbin.OpReturnCallIndirect, wasmbin.OpReturnCallRef,
+			wasmbin.OpReturnCallIndirect, wasmbin.OpReturnCallRef,
 			wasmbin.OpThrow, wasmbin.OpRethrow, wasmbin.OpThrowRef:
 			fr.writeback()
 			fr.copy(expr)
 			dead, fr.deadDepth = true, len(fr.ctrl)
 		case wasmbin.OpCall, wasmbin.OpCallIndirect, wasmbin.OpCallRef:
+			if in.Op == wasmbin.OpCall && in.Index < fr.rw.nImpFuncs {
+				fr.cost += ImportCallCost
+			}
 			// The callee charges the global.
 			fr.writeback()
 			fr.copy(expr)

@@ -188,3 +188,20 @@ func TestLargeDeficitIsCoveredAndCounted(t *testing.T) {
 		t.Fatalf("budget %d: err %v, Exhausted %v; want out of fuel", want-1, err, m.Exhausted())
 	}
 }
+
+// TestImportCallCost: a direct call of an imported function costs
+// ImportCallCost on top of the call instruction.
+func TestImportCallCost(t *testing.T) {
+	ctx := context.Background()
+	r := meteredRuntime(t, ctx)
+	if _, err := r.InstantiateWithConfig(ctx, readFixture(t, "env.wasm"), wazero.NewModuleConfig().WithName("env")); err != nil {
+		t.Fatal(err)
+	}
+	cm := instrumentAndCompile(t, ctx, r, readFixture(t, "imports.wasm"))
+	// calls: i32.const call call end (4) + ImportCallCost (env.double,
+	// not metered itself) + $triple: local.get i32.const i32.mul end (4)
+	m, err := run(t, ctx, r, cm, 0, "calls")
+	if want := uint64(8 + ImportCallCost); err != nil || m.Used() != want {
+		t.Fatalf("calls: Used() = %d, err %v; want %d", m.Used(), err, want)
+	}
+}

@@ -2,23 +2,42 @@
 // budget and gives the host a cheap, regular way back into Go.
 //
 // Instrument rewrites a module once, before compilation: it imports
-// subako_fuel.refuel (i64) -> i64, adds a mutable i64 global exported as
-// subako_fuel_counter, and charges the static cost of every straight-line
-// segment at the segment's start (function entry, loop header, if/else arms,
-// after every block end and br_if). Each charge subtracts from the counter;
-// when the counter goes negative the guest calls refuel, which is where the
-// host checks the call's deadline and budget and either grants the next
-// slice or ends the instance. memory.grow, memory.fill, memory.copy,
-// memory.init and the table bulk instructions are also charged by size, at
-// run time, before they execute.
+// subako_fuel.refuel (i64) -> i64 (appended after the imported functions,
+// so every defined function's index moves up one, and calls, ref.func,
+// element segments, exports, the start function and the name section are
+// remapped), and appends a mutable i64 global, exported as
+// subako_fuel_counter, that holds the fuel left in the current slice. The
+// static cost of every straight-line segment is subtracted from the counter
+// at the segment's start: the function entry, a loop header, each arm of
+// an if, the code after a br_if, and the code after the end of a block
+// that something branches to.
 //
-// The cost model: every instruction executed costs 1; an instruction
-// skipped by a taken branch costs nothing (the end a br jumps past is not
-// executed). Additionally memory.fill/copy/init cost 1 per BulkBytesPerFuel
-// bytes, memory.grow costs PageCost per page asked for (even when the grow
-// fails), and table.grow/fill/copy/init cost 1 per element. A segment is
-// charged whole before it runs, so a trap in the middle of a segment has
-// paid for the rest of it: same module, same input, same fuel.
+// The counter is checked only where a guest could otherwise run forever:
+// at loop headers and at the entries of functions that make calls (every
+// unbounded execution repeats one or the other). When it is negative the
+// guest calls refuel, where the host (Meter, via the context) checks the
+// deadline and budget and grants the next slice or ends the instance.
+// Functions with loops keep the counter in a local (a register) and write
+// it back around calls and exits; the others use the global directly.
+//
+// The cost model:
+//   - every instruction executed costs 1; instructions a taken branch
+//     skips cost nothing (the end a br jumps past is not executed);
+//   - memory.fill, memory.copy and memory.init cost 1 more per
+//     BulkBytesPerFuel bytes, memory.grow PageCost per page requested
+//     (even when it fails), the table bulk instructions 1 per element;
+//   - a direct call of an imported (host) function costs ImportCallCost
+//     more.
+//
+// A segment is charged whole before it runs. Same module, same input: same
+// fuel, and the budget runs out at the same point, whatever the slicing.
+// The one inexactness: a trap other than unreachable loses the charges its
+// function made since its last call or entry when that function keeps the
+// counter in a local (still deterministic).
+//
+// DWARF (.debug_*), source maps and relocation sections locate code by
+// byte offset and would lie after the rewrite, so they are always dropped;
+// other custom sections are kept.
 //
 // The rewriter files (instrument.go, code.go, names.go) are pure Go; the
 // host side (meter.go) is the only file that imports wazero.

@@ -32,6 +32,12 @@ const (
 	// a page is priced as if filled in bulk.
 	PageCost = 1 << pageShift
 
+	// ImportCallCost is added to a direct call of an imported function
+	// (a host function, under ABI 1): host calls take far longer than an
+	// instruction, and a guest looping over a cheap one must still run out
+	// of fuel, and reach refuel, in proportion to its time.
+	ImportCallCost = 1000
+
 	bulkShift = 4
 	pageShift = 16 - bulkShift
 )

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -16,13 +17,21 @@ import (
 // proc_exit, so classify with Meter.Exhausted, not with the code alone.
 const ExitCodeOutOfFuel uint32 = 0xfffffffd
 
-// Slice is the fuel granted per refuel. Every slice the guest returns to Go,
-// where the deadline is checked and the Go scheduler and garbage collector
-// can stop the goroutine. On the machines measured (see bench_test.go) a
-// slice of a CPU-bound guest runs for about 5 ms, so deadlines hold and GC
-// pauses stay within tens of milliseconds, while the refuel calls
-// themselves cost nothing measurable.
-const Slice = 10_000_000
+// Slices. The fuel per refuel adapts so that a slice lasts about
+// sliceTarget: every slice the guest returns to Go, where the deadline is
+// checked and the Go scheduler and garbage collector can stop the
+// goroutine (in guest code they cannot: a spinning guest would hold every
+// stop-the-world). How long a unit of fuel takes varies a hundredfold
+// between guests (a tight loop, bulk copies, host calls), so a fixed size
+// would be either too long for some or needlessly short for others. The
+// slicing changes when refuel is called, never what is charged: Used and
+// the point where a budget runs out do not depend on it.
+const (
+	sliceTarget  = time.Millisecond
+	initialSlice = 1 << 20
+	minSlice     = 1 << 12
+	maxSlice     = 1 << 34
+)
 
 // Meter is one instance's fuel account. Attach it to the context the
 // instance is instantiated and called with (WithMeter); the refuel host
@@ -33,11 +42,14 @@ type Meter struct {
 	granted   uint64 // fuel handed to the guest so far (deficits included)
 	counter   int64  // the guest's counter at the last refuel or Finish
 	exhausted bool
+	slice     uint64    // the next grant
+	last      time.Time // when the last slice was granted
 }
 
 // NewMeter returns a meter with the given budget; 0 means unlimited (the
-// guest still returns to Go every Slice, so deadlines are still checked).
-func NewMeter(budget uint64) *Meter { return &Meter{budget: budget} }
+// guest still returns to Go about every millisecond, so deadlines are
+// still checked).
+func NewMeter(budget uint64) *Meter { return &Meter{budget: budget, slice: initialSlice} }
 
 type meterKey struct{}
 
@@ -109,7 +121,17 @@ func (m *Meter) refill(counter int64) (int64, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	spent := used(m.granted, counter)
-	grant := uint64(Slice)
+	now := time.Now()
+	if !m.last.IsZero() {
+		switch took := now.Sub(m.last); {
+		case took < sliceTarget/2 && m.slice < maxSlice:
+			m.slice *= 2
+		case took > 2*sliceTarget && m.slice > minSlice:
+			m.slice /= 2
+		}
+	}
+	m.last = now
+	grant := m.slice
 	if m.budget != 0 {
 		if spent > m.budget {
 			m.counter = counter
@@ -166,7 +188,7 @@ func refuel(ctx context.Context, mod api.Module, stack []uint64) {
 		panic(sys.NewExitError(code))
 	}
 	if m == nil {
-		stack[0] = Slice
+		stack[0] = initialSlice
 		return
 	}
 	next, ok := m.refill(counter)
