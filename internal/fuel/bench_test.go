@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/subako/subako-runner/internal/testguest"
 	"github.com/tetratelabs/wazero"
@@ -93,19 +94,28 @@ func (p *prepared) run(ctx context.Context, stdin []byte) ([]byte, *Meter, error
 	return stdout.Bytes(), m, err
 }
 
-// BenchmarkGuest runs each CPU-bound guest to completion in each mode; the
-// ratio of the fuel and closeOnContextDone lines to the unmetered one is
-// the cost of metering. The fuel sub-benchmark also reports fuel/op.
+// BenchmarkGuest runs each CPU-bound guest to completion in each mode,
+// interleaved (one run of each mode per iteration, so load that comes and
+// goes on the machine hits them alike), and reports each mode's time per
+// run and its ratio to unmetered: fuel-x and close-x are the cost of fuel
+// metering and of wazero's WithCloseOnContextDone. ns/op is the sum of
+// the three.
 func BenchmarkGuest(b *testing.B) {
 	ctx := context.Background()
 	for _, g := range cpuGuests(b) {
-		for _, md := range modes {
-			b.Run(g.name+"/"+md.name, func(b *testing.B) {
-				p := prepare(b, ctx, g.wasm, md)
-				var fuel uint64
-				b.ResetTimer()
-				for i := 0; i < b.N; i++ {
+		b.Run(g.name, func(b *testing.B) {
+			ps := make([]*prepared, len(modes))
+			for i, md := range modes {
+				ps[i] = prepare(b, ctx, g.wasm, md)
+			}
+			total := make([]time.Duration, len(modes))
+			var fuel uint64
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				for j, p := range ps {
+					start := time.Now()
 					_, m, err := p.run(ctx, nil)
+					total[j] += time.Since(start)
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -113,11 +123,14 @@ func BenchmarkGuest(b *testing.B) {
 						fuel = m.Used()
 					}
 				}
-				if md.fuel {
-					b.ReportMetric(float64(fuel), "fuel/op")
-				}
-			})
-		}
+			}
+			for j, md := range modes {
+				b.ReportMetric(float64(total[j].Nanoseconds())/float64(b.N), md.name+"-ns/op")
+			}
+			b.ReportMetric(float64(total[1])/float64(total[0]), "fuel-x")
+			b.ReportMetric(float64(total[2])/float64(total[0]), "close-x")
+			b.ReportMetric(float64(fuel), "fuel/op")
+		})
 	}
 }
 
