@@ -8,7 +8,7 @@ import (
 // TestEncodersRoundTrip: what the encoders write, Decode reads back the
 // same, for every element segment encoding and the other entry kinds.
 func TestEncodersRoundTrip(t *testing.T) {
-	offset := Expr{Bytes: []byte{0x41, 0x02, 0x0b}} // i32.const 2 end
+	offset := Expr{Bytes: []byte{0x41, 0x02, 0x0b}}  // i32.const 2 end
 	refFunc := Expr{Bytes: []byte{0xd2, 0x01, 0x0b}} // ref.func 1 end
 	refNull := Expr{Bytes: []byte{0xd0, 0x70, 0x0b}} // ref.null func end
 	elems := []Element{
