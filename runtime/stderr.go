@@ -81,7 +81,7 @@ func (t *stderrTail) emit(line []byte) {
 		return
 	}
 	t.logged++
-	t.log.Debug("module stderr", zap.ByteString("line", line))
+	t.log.Debug("module stderr", zap.String("line", string(line)))
 }
 
 // String returns the tail, at most limit bytes, starting on a UTF-8

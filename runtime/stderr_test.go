@@ -1,9 +1,14 @@
 package runtime
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 )
 
 func TestStderrTailKeepsTheLastBytes(t *testing.T) {
@@ -31,5 +36,26 @@ func TestStderrTailCutsOnAUTF8Boundary(t *testing.T) {
 	got := tail.String()
 	if !utf8.ValidString(got) || got != "é" {
 		t.Fatalf("tail = %q, want %q", got, "é")
+	}
+}
+
+func TestStderrLinesAreLoggedRateLimited(t *testing.T) {
+	core, logs := observer.New(zap.DebugLevel)
+	tail := newStderrTail(4096, zap.New(core))
+	for i := 0; i < 500; i++ {
+		tail.Write([]byte(fmt.Sprintf("line %d\n", i)))
+	}
+	tail.Write([]byte(strings.Repeat("y", 5000) + "\n"))
+	got := logs.FilterMessage("module stderr").All()
+	if len(got) != stderrLinesPerSecond {
+		t.Fatalf("%d lines logged in one burst, want the limit %d", len(got), stderrLinesPerSecond)
+	}
+	if got[0].ContextMap()["line"] != "line 0" {
+		t.Errorf("first logged line %v", got[0].ContextMap())
+	}
+	quiet := newStderrTail(64, zap.New(zapcore.NewNopCore()))
+	quiet.Write([]byte("not logged\n"))
+	if quiet.String() != "not logged\n" {
+		t.Error("the tail is kept even when logging is off")
 	}
 }

@@ -4,6 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -232,5 +236,53 @@ func TestRunMountsDirAndReportsTraps(t *testing.T) {
 	}
 	if code, _, _ := cli(t, "", "run", "--dir", filepath.Join(dir, "missing"), module); code != exitUsage {
 		t.Fatalf("missing --dir: exit %d", code)
+	}
+}
+
+func TestCallNetworkFlags(t *testing.T) {
+	var gotAuth string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gotAuth = r.Header.Get("Authorization")
+		fmt.Fprint(w, "pong")
+	}))
+	defer srv.Close()
+	port := srv.Listener.Addr().(*net.TCPAddr).Port
+	host := fmt.Sprintf("api.test:%d", port)
+	pkg := pkgDir(t, "httpprobe", nil)
+	args := fmt.Sprintf(`{"request":{"url":"http://%s/ping"}}`, host)
+
+	var stdout, stderr bytes.Buffer
+	e := &env{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, getenv: func(k string) string {
+		if k == "API_TOKEN" {
+			return "Bearer s3cret"
+		}
+		return ""
+	}}
+	code := mainWith(context.Background(), e, []string{"call", "--json",
+		"--allow-host", host, "--resolve", host + ":127.0.0.1", "--allow-private=127.0.0.1/32",
+		"--credential", host + "=Authorization:env:API_TOKEN", pkg, "http", args})
+	m := decode(t, stdout.String())
+	if code != exitOK || !strings.Contains(fmt.Sprint(m["result"]), "pong") {
+		t.Fatalf("exit %d, %v, stderr %q", code, m, stderr.String())
+	}
+	if gotAuth != "Bearer s3cret" {
+		t.Errorf("injected credential %q", gotAuth)
+	}
+	if !strings.Contains(stderr.String(), "WARNING") {
+		t.Error("--allow-private did not warn")
+	}
+	if strings.Contains(stdout.String(), "s3cret") {
+		t.Error("the secret appears in the output")
+	}
+
+	// Without --allow-private the loopback destination is refused.
+	code, out, _ := cli(t, "", "call", "--json", "--allow-host", host, "--resolve", host+":127.0.0.1", pkg, "http", args)
+	if code != exitOK || !strings.Contains(out, "forbidden_destination") {
+		t.Fatalf("no override: exit %d, %s", code, out)
+	}
+	for _, bad := range [][]string{{"--allow-host", "*.com"}, {"--resolve", "nonsense"}, {"--allow-private=not-a-cidr"}, {"--credential", "x"}} {
+		if code, _, _ := cli(t, "", append(append([]string{"call"}, bad...), pkg, "http")...); code != exitUsage {
+			t.Errorf("%v: exit %d, want 2", bad, code)
+		}
 	}
 }
