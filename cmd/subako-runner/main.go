@@ -38,6 +38,7 @@ func commands() []command {
 		{"validate", "check a package against the upload rules of ABI 1", runValidate},
 		{"discover", "validate, then discover the package's tools", runDiscover},
 		{"call", "validate, discover, then call one tool and print the model view", runCall},
+		{"check", "run the conformance suite on a package and report every checklist item", runCheck},
 		{"run", "run a module as a plain WASI preview 1 command (with subako_http)", runRun},
 		{"version", "print the version, ABI and MCP revision", runVersion},
 	}

@@ -286,3 +286,41 @@ func TestCallNetworkFlags(t *testing.T) {
 		}
 	}
 }
+
+// `run` gives every toolchain's guest the same file system: the Rust, C and
+// AssemblyScript probes write through --tmp and read back, see EROFS on the
+// read-only --skills mount and ENOTSUP from fd_allocate, and the preopen
+// order is the ABI's (the Go guest is covered by TestRunMountsDir...).
+func TestRunToolchainGuests(t *testing.T) {
+	tmp, skills := t.TempDir(), t.TempDir()
+	os.MkdirAll(filepath.Join(skills, "alpha"), 0o755)
+	tests := []struct {
+		module string
+		args   []string
+		want   []string
+	}{
+		{"../../testdata/wasi/rust/fsprobe.wasm",
+			[]string{"write", "/volume/tmp/r.txt", "rust", "read", "/volume/tmp/r.txt", "write", "/skills/alpha/x", "no"},
+			[]string{"ok wrote 4", `ok 4 "rust"`, "err 69 EROFS"}},
+		{"../../testdata/wasi/c/fsprobe.wasm",
+			[]string{"write:/volume/tmp/c.txt:3", "allocate:/volume/tmp/c.txt"},
+			[]string{"write:/volume/tmp/c.txt:3 ok", "allocate:/volume/tmp/c.txt errno=58"}},
+		{"../../testdata/wasi/as/fsprobe.wasm",
+			[]string{"preopens", "write", "/volume/tmp/a.txt", "as", "ls", "/volume/tmp"},
+			[]string{"ok 3:/volume/tmp 4:/skills 5:/skills/alpha", "ok wrote 2", "a.txt"}},
+	}
+	for _, tt := range tests {
+		t.Run(filepath.Base(filepath.Dir(tt.module)), func(t *testing.T) {
+			args := append([]string{"run", "--tmp", tmp, "--skills", skills, tt.module}, tt.args...)
+			code, out, errOut := cli(t, "", args...)
+			if code != 0 {
+				t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("output lacks %q:\n%s", w, out)
+				}
+			}
+		})
+	}
+}
