@@ -81,4 +81,3 @@ func isTerminal(w io.Writer) bool {
 	}
 	return st.Mode()&os.ModeCharDevice != 0
 }
-

@@ -1,0 +1,3 @@
+module conformguest
+
+go 1.26
