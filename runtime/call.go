@@ -248,12 +248,11 @@ func (p *Package) call(ctx context.Context, tool string, args json.RawMessage, r
 	if crash == nil {
 		res.View = protocol.BuildView(res.Parsed, volumeFiles{c.mounts})
 	}
-	fields := []zap.Field{zap.String("outcome", string(res.Outcome)), zap.Duration("duration", res.Stats.Duration),
-		zap.Int64("memoryBytes", res.Stats.MemoryBytes), zap.Int64("bytesWritten", res.Stats.BytesWritten), zap.Int64("httpRequests", res.Stats.HTTPRequests)}
+	e := CallEvent{Package: p.name, Tool: tool, Outcome: res.Outcome, Stats: res.Stats}
 	if crash != nil {
-		fields = append(fields, zap.String("crash", crash.Reason))
+		e.Crash = crash.Reason
 	}
-	log.Info("call", fields...)
+	p.rt.reportCall(ctx, log, e)
 	return nil
 }
 

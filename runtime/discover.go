@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"go.uber.org/zap"
@@ -70,12 +71,17 @@ func (p *Package) Close(ctx context.Context) error { return p.checked.Close(ctx)
 // discovers its tools (§4). A package that is refused yields a
 // *RejectedError; a discovery that crashed is a RejectedError with code
 // discovery_failed and the Crash.
-func (rt *Runtime) Load(ctx context.Context, path string) (*Package, error) {
+func (rt *Runtime) Load(ctx context.Context, path string) (p *Package, err error) {
+	started := time.Now()
+	var hash []byte
+	name := filepath.Base(path)
+	defer func() { rt.reportUpload(ctx, name, hash, started, p, err) }()
 	c, err := rt.Validate(ctx, path)
 	if err != nil {
 		return nil, err
 	}
-	p, err := rt.Discover(ctx, c, path)
+	hash, name = c.Hash[:], c.Source.displayName(path)
+	p, err = rt.Discover(ctx, c, path)
 	if err != nil {
 		c.Close(ctx)
 		return nil, err
@@ -127,7 +133,7 @@ func (rt *Runtime) Discover(ctx context.Context, c *Checked, path string) (*Pack
 	p.Discovery.Notifications = s.notifications
 	p.Discovery.MemoryBytes = int64(s.memory.Peak())
 	if crash != nil {
-		log.Info("discovery crashed", zap.String("crash", crash.Reason), zap.Duration("duration", p.Discovery.Duration))
+		log.Debug("discovery crashed", zap.String("crash", crash.Reason), zap.Duration("duration", p.Discovery.Duration))
 		return nil, &RejectedError{
 			Rejections: []Rejection{{CodeDiscoveryFailed, fmt.Sprintf("discovery crashed (%s): %s", crash.Reason, crash.Message)}},
 			Crash:      crash,
@@ -136,7 +142,7 @@ func (rt *Runtime) Discover(ctx context.Context, c *Checked, path string) (*Pack
 	if rej != nil {
 		return nil, rej
 	}
-	log.Info("package discovered", zap.Int("tools", len(p.tools.Tools())), zap.Int("pages", p.Discovery.Pages), zap.Duration("duration", p.Discovery.Duration))
+	log.Debug("package discovered", zap.Int("tools", len(p.tools.Tools())), zap.Int("pages", p.Discovery.Pages), zap.Duration("duration", p.Discovery.Duration))
 	return p, nil
 }
 

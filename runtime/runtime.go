@@ -34,6 +34,8 @@ type Config struct {
 	// CompilationCacheDir, when set, keeps compiled machine code on disk so
 	// that another process loads the same module without recompiling.
 	CompilationCacheDir string
+	// Observer, when set, receives one event per upload and per call.
+	Observer Observer
 }
 
 // Runtime loads packages and runs their calls. It owns a wazero runtime
@@ -51,11 +53,12 @@ type Config struct {
 //     of goroutines.
 //   - Close closes every package loaded through it.
 type Runtime struct {
-	wz     wazero.Runtime
-	cache  wazero.CompilationCache
-	log    *zap.Logger
-	limits limits.Limits
-	client protocol.ClientInfo
+	wz       wazero.Runtime
+	cache    wazero.CompilationCache
+	log      *zap.Logger
+	limits   limits.Limits
+	client   protocol.ClientInfo
+	observer Observer
 }
 
 // New creates a Runtime.
@@ -77,7 +80,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		// the ceiling for all of them (4 GiB, all a 32-bit module can use).
 		WithMemoryLimitPages(65536).
 		WithCloseOnContextDone(true)
-	rt := &Runtime{log: log, limits: lim, client: protocol.ClientInfo{Name: "subako", Version: Version}}
+	rt := &Runtime{log: log, limits: lim, client: protocol.ClientInfo{Name: "subako", Version: Version}, observer: cfg.Observer}
 	if cfg.CompilationCacheDir != "" {
 		cache, err := wazero.NewCompilationCacheWithDir(cfg.CompilationCacheDir)
 		if err != nil {

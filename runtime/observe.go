@@ -1,0 +1,100 @@
+package runtime
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Observer receives one event per upload (Load) and per call, so that the
+// embedder can feed Prometheus, OpenTelemetry or anything else without the
+// runner depending on them.
+//
+// # Notes
+//
+//   - Methods are called synchronously as the operation returns, from the
+//     goroutine that ran it: keep them quick, and safe for concurrent use.
+//   - Events never carry arguments, results or secrets.
+type Observer interface {
+	Upload(ctx context.Context, e UploadEvent)
+	Call(ctx context.Context, e CallEvent)
+}
+
+// UploadEvent describes one Load.
+type UploadEvent struct {
+	Package string
+	// ModuleSHA256 is the hex SHA-256 of module.wasm; empty when it could
+	// not be read.
+	ModuleSHA256 string
+	// Outcome is "ok", "rejected" (upload checks or tool list) or "crashed"
+	// (discovery crashed), or "error" when the host could not work.
+	Outcome string
+	// Codes are the rejection codes, and the crash code when it crashed.
+	Codes    []string
+	Tools    int
+	Duration time.Duration
+}
+
+// CallEvent describes one call that ran.
+type CallEvent struct {
+	Package string
+	Tool    string
+	Outcome Outcome
+	// Crash is the crash code, empty unless Outcome is OutcomeCrashed.
+	Crash string
+	Stats Stats
+}
+
+// reportUpload logs the one line of a Load and tells the observer.
+func (rt *Runtime) reportUpload(ctx context.Context, name string, hash []byte, started time.Time, p *Package, err error) {
+	e := UploadEvent{Package: name, Outcome: "ok", Duration: time.Since(started)}
+	if hash != nil {
+		e.ModuleSHA256 = hex.EncodeToString(hash)
+	}
+	var rej *RejectedError
+	switch {
+	case err == nil:
+		e.Tools = len(p.tools.Tools())
+	case errors.As(err, &rej):
+		e.Outcome = "rejected"
+		for _, r := range rej.Rejections {
+			e.Codes = append(e.Codes, r.Code)
+		}
+		if rej.Crash != nil {
+			e.Outcome = "crashed"
+			e.Codes = append(e.Codes, rej.Crash.Reason)
+		}
+	default:
+		e.Outcome = "error"
+	}
+	fields := []zap.Field{zap.String("package", e.Package), zap.String("sha256", e.ModuleSHA256), zap.String("outcome", e.Outcome),
+		zap.Duration("duration", e.Duration), zap.Int("tools", e.Tools)}
+	if len(e.Codes) > 0 {
+		fields = append(fields, zap.Strings("codes", e.Codes))
+	}
+	if e.Outcome == "error" {
+		fields = append(fields, zap.Error(err))
+	}
+	rt.log.Info("upload", fields...)
+	if rt.observer != nil {
+		rt.observer.Upload(ctx, e)
+	}
+}
+
+// reportCall logs the line of one call and tells the observer.
+func (rt *Runtime) reportCall(ctx context.Context, log *zap.Logger, e CallEvent) {
+	s := e.Stats
+	fields := []zap.Field{zap.String("outcome", string(e.Outcome)), zap.Duration("duration", s.Duration),
+		zap.Uint64("fuel", s.FuelUsed), zap.Int64("memoryBytes", s.MemoryBytes), zap.Int64("bytesWritten", s.BytesWritten),
+		zap.Int64("httpRequests", s.HTTPRequests)}
+	if e.Crash != "" {
+		fields = append(fields, zap.String("crash", e.Crash))
+	}
+	log.Info("call", fields...)
+	if rt.observer != nil {
+		rt.observer.Call(ctx, e)
+	}
+}
