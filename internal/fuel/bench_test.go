@@ -34,15 +34,16 @@ func cpuGuests(tb testing.TB) []struct {
 
 // mode is one way of running a guest.
 type mode struct {
-	name  string
-	fuel  bool // instrument and meter (unlimited budget)
-	close bool // wazero's WithCloseOnContextDone
+	name   string
+	fuel   bool // instrument and meter (unlimited budget)
+	close  bool // wazero's WithCloseOnContextDone
+	interp bool // wazero's interpreter: a reference that compiles fast
 }
 
 var modes = []mode{
-	{"unmetered", false, false},
-	{"fuel", true, false},
-	{"closeOnContextDone", false, true},
+	{name: "unmetered"},
+	{name: "fuel", fuel: true},
+	{name: "closeOnContextDone", close: true},
 }
 
 // prepared is a compiled guest ready to be instantiated and run to exit.
@@ -54,7 +55,11 @@ type prepared struct {
 
 func prepare(tb testing.TB, ctx context.Context, wasm []byte, md mode) *prepared {
 	tb.Helper()
-	cfg := wazero.NewRuntimeConfig().WithCoreFeatures(api.CoreFeaturesV2).WithCloseOnContextDone(md.close)
+	cfg := wazero.NewRuntimeConfig()
+	if md.interp {
+		cfg = wazero.NewRuntimeConfigInterpreter()
+	}
+	cfg = cfg.WithCoreFeatures(api.CoreFeaturesV2).WithCloseOnContextDone(md.close)
 	r := wazero.NewRuntimeWithConfig(ctx, cfg)
 	tb.Cleanup(func() { r.Close(ctx) })
 	wasi_snapshot_preview1.MustInstantiate(ctx, r)

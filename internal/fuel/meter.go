@@ -58,6 +58,12 @@ func WithMeter(ctx context.Context, m *Meter) context.Context {
 	return context.WithValue(ctx, meterKey{}, m)
 }
 
+// FromContext returns the meter WithMeter attached to ctx, or nil.
+func FromContext(ctx context.Context) *Meter {
+	m, _ := ctx.Value(meterKey{}).(*Meter)
+	return m
+}
+
 // Used returns the fuel the instance consumed: exact after Finish (or
 // after the budget ran out, when it is the budget), otherwise as of the
 // last refuel.
@@ -175,7 +181,7 @@ func Instantiate(ctx context.Context, r wazero.Runtime) (api.Closer, error) {
 // runs unmetered, still checking the context every slice.
 func refuel(ctx context.Context, mod api.Module, stack []uint64) {
 	counter := int64(stack[0])
-	m, _ := ctx.Value(meterKey{}).(*Meter)
+	m := FromContext(ctx)
 	if err := ctx.Err(); err != nil {
 		code := sys.ExitCodeContextCanceled
 		if errors.Is(err, context.DeadlineExceeded) {
