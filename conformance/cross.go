@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/subako/subako-runner/limits"
 	srt "github.com/subako/subako-runner/runtime"
 )
 
@@ -242,7 +241,7 @@ func (r *run) judgeResources() {
 			c.set(Pass, "the most used was %s of %s (%s)", unit(used.value), unit(limit), used.probe)
 		}
 	}
-	judge("resources.memory", srt.CrashOutOfMemory, mem, float64(r.lim.Memory), func(v float64) string { return limits.FormatSize(int64(v)) }, "memory")
+	judge("resources.memory", srt.CrashOutOfMemory, mem, float64(r.lim.Memory), func(v float64) string { return formatBytes(int64(v)) }, "memory")
 	judge("resources.time", srt.CrashTimeout, dur, float64(r.lim.CallTimeout.Milliseconds()), func(v float64) string { return fmt.Sprintf("%.0f ms", v) }, "call time")
 	judge("resources.fuel", srt.CrashOutOfFuel, fuel, float64(r.lim.Fuel), func(v float64) string { return formatCount(uint64(v)) }, "fuel")
 }
