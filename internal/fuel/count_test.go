@@ -68,7 +68,7 @@ func fib(n int) uint64 {
 	if n < 2 {
 		return 6
 	}
-	return 14 + fib(n-1) + fib(n-2)
+	return 16 + fib(n-1) + fib(n-2)
 }
 
 func TestFuelCountsAreExact(t *testing.T) {
@@ -86,7 +86,11 @@ func TestFuelCountsAreExact(t *testing.T) {
 		{"a loop of ten iterations", "loop", []uint64{10}, 7*10 + 3},
 		{"a loop of a million iterations", "loop", []uint64{1_000_000}, 7*1_000_000 + 3},
 		{"the then arm", "branch", []uint64{1}, 5},
-		{"the else arm", "branch", []uint64{0}, 7},
+		{"the else arm, the small then arm charged too", "branch", []uint64{0}, 9},
+		{"a big then arm that runs", "bigthen", []uint64{1}, 15},
+		{"a big then arm that does not run costs nothing", "bigthen", []uint64{0}, 4},
+		{"a forward br_if taken, its small tail charged", "skip", []uint64{1}, 8},
+		{"a forward br_if not taken", "skip", []uint64{0}, 8},
 		{"calls charge the callee's entry", "calls", nil, 17},
 		{"br_table to the first label", "brtable", []uint64{0}, 9},
 		{"br_table to the second label", "brtable", []uint64{1}, 7},

@@ -1,8 +1,10 @@
 ;; counts.wat: small functions whose fuel the tests in internal/fuel pin
 ;; exactly (the way wasmtime's tests/all/fuel.wast does). The cost model is
-;; in internal/fuel/doc.go: 1 per instruction executed, an instruction
-;; skipped by a taken branch costs nothing, plus size charges for
-;; memory.grow (4096 a page) and the bulk instructions (1 per 16 bytes).
+;; in internal/fuel/doc.go: 1 per instruction, charged per segment when the
+;; segment is entered; code of at most 8 instructions that an if or a
+;; forward br_if may skip is charged with the code before it; plus size
+;; charges for memory.grow (4096 a page) and the bulk instructions (1 per
+;; 16 bytes).
 ;; Each function's comment gives its fuel. Build: make -C testdata/fuel fixtures
 (module
   (memory 1 100)
@@ -25,8 +27,8 @@
       i32.lt_u
       br_if $l))
 
-  ;; true: local.get if (2) + i32.const else (2) + end (1) = 5
-  ;; false: 2 + i32.const i32.const i32.add end (4) + end (1) = 7
+  ;; local.get if + the small then arm i32.const else (4), always;
+  ;; true: 4 + end (1) = 5; false: 4 + i32.const i32.const i32.add end (4) + end (1) = 9
   (func (export "branch") (param i32) (result i32)
     local.get 0
     if (result i32)
@@ -102,7 +104,8 @@
     unreachable)
 
   ;; fib(n) recursively. F(n) = 6 for n < 2 (local.get i32.const i32.lt_u if
-  ;; local.get return); else 4 + 10 (the code after the if) + F(n-1) + F(n-2)
+  ;; local.get return, the small then arm charged always); else
+  ;; 6 + 10 (the code after the if) + F(n-1) + F(n-2)
   (func $fib (export "fib") (param i32) (result i32)
     local.get 0
     i32.const 2
@@ -120,6 +123,36 @@
     i32.sub
     call $fib
     i32.add)
+
+;; a then arm of more than 8 instructions is charged only when it runs:
+  ;; local.get if (2) + [then arm: 10 + end (11)] + local.get end (2)
+  ;; true: 15; false: 4
+  (func (export "bigthen") (param i32) (result i32) (local $x i32)
+    local.get 0
+    if
+      i32.const 1
+      local.set $x
+      i32.const 2
+      local.set $x
+      i32.const 3
+      local.set $x
+      i32.const 4
+      local.set $x
+      i32.const 5
+      local.set $x
+    end
+    local.get $x)
+
+  ;; block i32.const local.get br_if (4) + the small tail drop i32.const
+  ;; end (3), charged whether or not the branch is taken, + end (1) = 8
+  (func (export "skip") (param i32) (result i32)
+    block (result i32)
+      i32.const 1
+      local.get 0
+      br_if 0
+      drop
+      i32.const 2
+    end)
 
   ;; loop (1) + br per iteration, forever: the runaway guest
   (func (export "spin")
