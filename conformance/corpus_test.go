@@ -38,6 +38,7 @@ type corpusEntry struct {
 		Memory           string `json:"memory"`
 		Timeout          string `json:"timeout"`
 		DiscoveryTimeout string `json:"discoveryTimeout"`
+		Fuel             uint64 `json:"fuel"`
 	} `json:"limits"`
 	Expect map[string]conformance.Status `json:"expect"`
 }
@@ -186,6 +187,9 @@ func newRuntime(t *testing.T, e *corpusEntry) *runtime.Runtime {
 		if lim.CallTimeout, err = time.ParseDuration(e.Limits.Timeout); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if e.Limits.Fuel != 0 {
+		lim.Fuel = e.Limits.Fuel
 	}
 	if e.Limits.DiscoveryTimeout != "" {
 		if lim.DiscoveryTimeout, err = time.ParseDuration(e.Limits.DiscoveryTimeout); err != nil {
