@@ -207,6 +207,7 @@ func (c *callRun) stats() Stats {
 		HTTPRequests:      h.Requests,
 		HTTPBytesSent:     h.BytesSent,
 		HTTPBytesReceived: h.BytesReceived,
+		FuelUsed:          c.s.fuel.Used(),
 	}
 	st.DurationMs = float64(st.Duration.Microseconds()) / 1000
 	return st

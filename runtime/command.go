@@ -12,6 +12,7 @@ import (
 
 	"github.com/subako/subako-runner/fsmount"
 	"github.com/subako/subako-runner/hostmod/subakohttp"
+	"github.com/subako/subako-runner/internal/fuel"
 	"github.com/subako/subako-runner/limits"
 	"github.com/subako/subako-runner/wasi"
 )
@@ -66,9 +67,9 @@ func (rt *Runtime) RunCommand(ctx context.Context, path string, cmd Command) (*C
 	if len(src.Rejections) > 0 {
 		return nil, &RejectedError{Rejections: src.Rejections}
 	}
-	compiled, err := rt.wz.CompileModule(ctx, src.Module)
+	_, compiled, err := rt.compile(ctx, src.Module)
 	if err != nil {
-		return nil, fmt.Errorf("compiling %s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	defer compiled.Close(ctx)
 	if err := initialMemoryFits(compiled, lim.Memory); err != nil {
@@ -113,13 +114,14 @@ func (rt *Runtime) RunCommand(ctx context.Context, path string, cmd Command) (*C
 		stdin.CloseWrite()
 	}
 	memory := newMemoryLimit(uint64(lim.Memory))
+	meter := fuel.NewMeter(lim.Fuel)
 	ictx := subakohttp.WithCall(wasi.WithInstance(ctx, inst), httpCall)
-	ictx = experimental.WithMemoryAllocator(ictx, memory)
+	ictx = fuel.WithMeter(experimental.WithMemoryAllocator(ictx, memory), meter)
 	err = rt.runInstance(ictx, compiled)
 
 	res := &CommandResult{Stats: Stats{
 		Duration: time.Since(started), MemoryBytes: int64(memory.Peak()),
-		BytesWritten: budget.Used(), HTTPRequests: httpCall.Stats().Requests,
+		BytesWritten: budget.Used(), HTTPRequests: httpCall.Stats().Requests, FuelUsed: meter.Used(),
 	}}
 	res.Stats.DurationMs = float64(res.Stats.Duration.Microseconds()) / 1000
 	var exit *sys.ExitError
@@ -127,6 +129,8 @@ func (rt *Runtime) RunCommand(ctx context.Context, path string, cmd Command) (*C
 	case err == nil:
 	case errors.Is(context.Cause(ctx), errDeadline):
 		res.Crash = &Crash{Reason: CrashTimeout, Message: fmt.Sprintf("the module ran out of time (%v)", lim.CallTimeout)}
+	case meter.Exhausted():
+		res.Crash = &Crash{Reason: CrashOutOfFuel, Message: fmt.Sprintf("the module used its whole fuel budget of %d", lim.Fuel)}
 	case memory.refused() && (!errors.As(err, &exit) || exit.ExitCode() != 0):
 		res.Crash = &Crash{Reason: CrashOutOfMemory, Message: fmt.Sprintf("the module needed more than its memory limit of %s", limits.FormatSize(lim.Memory))}
 	case errors.As(err, &exit):

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/subako/subako-runner/hostmod/subakohttp"
+	"github.com/subako/subako-runner/internal/fuel"
 	"github.com/subako/subako-runner/internal/modcheck"
 	"github.com/subako/subako-runner/limits"
 	"github.com/subako/subako-runner/protocol"
@@ -78,8 +79,10 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		WithCoreFeatures(api.CoreFeaturesV2).
 		// The per-instance allocator enforces each call's own limit; this is
 		// the ceiling for all of them (4 GiB, all a 32-bit module can use).
-		WithMemoryLimitPages(65536).
-		WithCloseOnContextDone(true)
+		WithMemoryLimitPages(65536)
+	// No WithCloseOnContextDone: every module is fuel-metered (internal/fuel)
+	// and the refuel host function, entered about every millisecond, checks
+	// the deadline at a fraction of that option's cost.
 	rt := &Runtime{log: log, limits: lim, client: protocol.ClientInfo{Name: "subako", Version: Version}, observer: cfg.Observer}
 	if cfg.CompilationCacheDir != "" {
 		cache, err := wazero.NewCompilationCacheWithDir(cfg.CompilationCacheDir)
@@ -97,6 +100,10 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	if _, err := subakohttp.Instantiate(ctx, rt.wz); err != nil {
 		rt.wz.Close(ctx)
 		return nil, fmt.Errorf("defining subako_http: %w", err)
+	}
+	if _, err := fuel.Instantiate(ctx, rt.wz); err != nil {
+		rt.wz.Close(ctx)
+		return nil, fmt.Errorf("defining subako_fuel: %w", err)
 	}
 	return rt, nil
 }
@@ -120,6 +127,9 @@ type Checked struct {
 	Source *Source
 	// Hash is the SHA-256 of module.wasm.
 	Hash [sha256.Size]byte
+	// Metered is the module with fuel metering injected (internal/fuel):
+	// what actually runs.
+	Metered []byte
 
 	compiled wazero.CompiledModule
 }
@@ -150,12 +160,25 @@ func (rt *Runtime) check(ctx context.Context, src *Source) (*Checked, error) {
 	if len(rej) > 0 {
 		return nil, &RejectedError{Rejections: rej}
 	}
-	compiled, err := rt.wz.CompileModule(ctx, src.Module)
+	metered, compiled, err := rt.compile(ctx, src.Module)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, &RejectedError{Rejections: []Rejection{{CodeInvalidModule, "the module does not compile: " + err.Error()}}}
+		return nil, &RejectedError{Rejections: []Rejection{{CodeInvalidModule, err.Error()}}}
 	}
-	return &Checked{Source: src, Hash: sha256.Sum256(src.Module), compiled: compiled}, nil
+	return &Checked{Source: src, Hash: sha256.Sum256(src.Module), Metered: metered, compiled: compiled}, nil
+}
+
+// compile injects fuel metering and compiles the result.
+func (rt *Runtime) compile(ctx context.Context, module []byte) ([]byte, wazero.CompiledModule, error) {
+	metered, err := fuel.Instrument(module)
+	if err != nil {
+		return nil, nil, fmt.Errorf("the module cannot be metered: %v", err)
+	}
+	compiled, err := rt.wz.CompileModule(ctx, metered)
+	if err != nil {
+		return nil, nil, fmt.Errorf("the module does not compile: %v", err)
+	}
+	return metered, compiled, nil
 }

@@ -633,3 +633,41 @@ func TestProbe(t *testing.T) {
 		t.Fatal("a response as a probe message must be refused")
 	}
 }
+
+// A runaway guest ends as out_of_fuel when the budget is smaller than what
+// it can burn before the deadline, and as timeout otherwise; fuel is
+// reported either way.
+func TestFuelAndDeadline(t *testing.T) {
+	t.Parallel()
+	rt := newRuntime(t, nil)
+	pkg := load(t, rt, makePackage(t, testguest.Go(t, guests+"misbehave"), nil))
+
+	small := limits.Default()
+	small.Fuel = 50_000_000
+	res := call(t, pkg, CallRequest{Tool: "timeout", Limits: &small})
+	if res.Crash == nil || res.Crash.Reason != CrashOutOfFuel || res.Stats.FuelUsed != small.Fuel {
+		t.Fatalf("small budget: crash %+v fuel %d", res.Crash, res.Stats.FuelUsed)
+	}
+
+	// With unlimited fuel only the deadline can stop it; the call returns
+	// within tens of ms of it.
+	quick := limits.Default()
+	quick.CallTimeout = 300 * time.Millisecond
+	quick.Fuel = 0
+	start := time.Now()
+	res = call(t, pkg, CallRequest{Tool: "timeout", Limits: &quick})
+	if res.Crash == nil || res.Crash.Reason != CrashTimeout {
+		t.Fatalf("deadline: crash %+v fuel %d", res.Crash, res.Stats.FuelUsed)
+	}
+	if res.Stats.FuelUsed == 0 {
+		t.Error("no fuel reported for 300 ms of a busy loop")
+	}
+	if elapsed := time.Since(start); elapsed > 10*time.Second {
+		t.Errorf("the call took %v to return after a 300 ms deadline", elapsed)
+	}
+
+	ok := call(t, pkg, CallRequest{Tool: "ok"})
+	if ok.Outcome != OutcomeOK || ok.Stats.FuelUsed == 0 {
+		t.Fatalf("ok call: %s, fuel %d", ok.Outcome, ok.Stats.FuelUsed)
+	}
+}

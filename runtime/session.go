@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/subako/subako-runner/hostmod/subakohttp"
+	"github.com/subako/subako-runner/internal/fuel"
 	"github.com/subako/subako-runner/limits"
 	"github.com/subako/subako-runner/protocol"
 	"github.com/subako/subako-runner/wasi"
@@ -56,6 +57,7 @@ type session struct {
 	stderr *stderrTail
 	split  *protocol.LineSplitter
 	memory *memoryLimit
+	fuel   *fuel.Meter
 
 	ctx  context.Context
 	kill context.CancelCauseFunc
@@ -86,6 +88,7 @@ func (rt *Runtime) startSession(parent context.Context, cfg instanceConfig, log 
 		stdin:     wasi.NewStdin(),
 		stderr:    newStderrTail(lim.StderrTail, log),
 		memory:    newMemoryLimit(uint64(lim.Memory)),
+		fuel:      fuel.NewMeter(lim.Fuel),
 		done:      make(chan error, 1),
 		responses: make(chan protocol.Message, 1),
 		answered:  map[string]bool{},
@@ -108,6 +111,7 @@ func (rt *Runtime) startSession(parent context.Context, cfg instanceConfig, log 
 		ictx = subakohttp.WithCall(ictx, cfg.http)
 	}
 	ictx = experimental.WithMemoryAllocator(ictx, s.memory)
+	ictx = fuel.WithMeter(ictx, s.fuel)
 
 	if err := initialMemoryFits(cfg.compiled, lim.Memory); err != nil {
 		// wazero cannot start an instance whose initial memory the allocator
@@ -148,6 +152,9 @@ func (rt *Runtime) runInstance(ctx context.Context, compiled wazero.CompiledModu
 		return errors.New("module has no _start") // the upload checks make this unreachable
 	}
 	_, err = start.Call(ctx)
+	if m := fuel.FromContext(ctx); m != nil {
+		m.Finish(mod) // reads the guest's counter: exact fuel used
+	}
 	var exit *sys.ExitError
 	if errors.As(err, &exit) && exit.ExitCode() == 0 {
 		return nil
@@ -280,6 +287,8 @@ func (s *session) classifyEnd(waiting bool) *Crash {
 		return s.newCrash(CrashExitTimeout, fmt.Sprintf("the module was still running %v after its stdin closed; exit with code 0 at end of input", s.lim.ExitTimeout))
 	case errors.Is(cause, errDeadline):
 		return s.newCrash(CrashTimeout, fmt.Sprintf("the module ran out of time (%v)", time.Since(s.started).Round(time.Millisecond)))
+	case s.fuel.Exhausted():
+		return s.newCrash(CrashOutOfFuel, fmt.Sprintf("the module used its whole fuel budget of %d", s.lim.Fuel))
 	}
 	var exit *sys.ExitError
 	isExit := errors.As(err, &exit)

@@ -1,6 +1,10 @@
 package wasmbin
 
-import "math"
+// MaxFunctionLocals is the most locals one function may declare, as in V8
+// and SpiderMonkey. Compilers allocate per declared local, so an
+// unbounded count in a few bytes of LEB128 would let a module make the
+// host allocate gigabytes before any check of the body.
+const MaxFunctionLocals = 50_000
 
 // Module is a decoded module. Function bodies are split into locals and
 // expression but their instructions are not decoded: walk them with a
@@ -497,8 +501,8 @@ func (m *Module) decodeCodes(r *reader) error {
 				return err
 			}
 			total += uint64(c.Locals[j].Count)
-			if total > math.MaxUint32 {
-				return errAt(br.off(), nil, "function body %d declares more than 2^32-1 locals", i)
+			if total > MaxFunctionLocals {
+				return errAt(br.off(), nil, "function body %d declares %d or more locals, more than the %d a function may have", i, total, MaxFunctionLocals)
 			}
 			if c.Locals[j].Type, err = readValType(br); err != nil {
 				return err
