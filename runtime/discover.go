@@ -47,6 +47,8 @@ type Discovery struct {
 	Stderr string
 	// MemoryBytes is the peak linear memory of the instance.
 	MemoryBytes int64
+	// FuelUsed is the fuel the discovery run spent.
+	FuelUsed uint64
 }
 
 // Name is the package's manifest name, or the file name without extension.
@@ -63,6 +65,11 @@ func (p *Package) Tools() []protocol.Tool { return p.tools.Tools() }
 
 // Tool returns the discovered tool with that name.
 func (p *Package) Tool(name string) (*protocol.CompiledTool, bool) { return p.tools.Lookup(name) }
+
+// ToolWarnings are what the tool list does that the host accepts but a
+// client may not enforce (e.g. a pattern only JavaScript's regular
+// expressions can compile); `check` reports them.
+func (p *Package) ToolWarnings() []protocol.Warning { return p.tools.Warnings() }
 
 // Close releases the package's compiled code.
 func (p *Package) Close(ctx context.Context) error { return p.checked.Close(ctx) }
@@ -132,6 +139,7 @@ func (rt *Runtime) Discover(ctx context.Context, c *Checked, path string) (*Pack
 	p.Discovery.Stderr = s.stderr.String()
 	p.Discovery.Notifications = s.notifications
 	p.Discovery.MemoryBytes = int64(s.memory.Peak())
+	p.Discovery.FuelUsed = s.fuel.Used()
 	if crash != nil {
 		log.Debug("discovery crashed", zap.String("crash", crash.Reason), zap.Duration("duration", p.Discovery.Duration))
 		return nil, &RejectedError{
