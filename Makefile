@@ -50,11 +50,12 @@ test-short: fmt-check vet
 	$(GO) test -short ./...
 
 # Rebuild the committed fixtures that need toolchains CI does not have
-# (clang + wasi-libc, wabt, rustc wasm32, AssemblyScript). See each Makefile.
+# (clang + wasi-libc, wabt, rustc wasm32, AssemblyScript): every Makefile
+# under testdata/ has a `fixtures` target; see the README beside each.
+FIXTURE_DIRS := $(sort $(dir $(shell find testdata -name Makefile)))
+
 fixtures:
-	@for d in testdata/*/; do \
-		if [ -f $$d/Makefile ]; then $(MAKE) -C $$d fixtures || exit 1; fi; \
-	done
+	@for d in $(FIXTURE_DIRS); do $(MAKE) -C $$d fixtures || exit 1; done
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
