@@ -3,41 +3,46 @@ package runtime
 import (
 	"fmt"
 	"strings"
+
+	"github.com/subako/subako-runner/internal/modcheck"
+	"github.com/subako/subako-runner/protocol"
 )
 
 // Rejection codes of host-contract §1, §2 and §4: why an upload was refused.
+// The module checks and the protocol layer own the codes they find; these
+// are the same values under one roof for callers of this package.
 const (
 	CodeBadManifest         = "bad_manifest"
 	CodeMissingModule       = "missing_module"
-	CodeNotWasm             = "not_wasm"
-	CodeComponent           = "component"
-	CodeModuleTooLarge      = "module_too_large"
-	CodeInvalidModule       = "invalid_module"
-	CodeThreads             = "threads"
-	CodeExceptions          = "exceptions"
-	CodeMissingStart        = "missing_start"
-	CodeBadStartSignature   = "bad_start_signature"
-	CodeReactor             = "reactor"
-	CodeMissingMemory       = "missing_memory"
-	CodeUnknownImport       = "unknown_import"
-	CodeImportSignature     = "import_signature"
-	CodeNonFunctionImport   = "non_function_import"
-	CodeMemoryTooLarge      = "memory_too_large"
-	CodeDiscoverUnsupported = "discover_unsupported"
-	CodeInvalidTool         = "invalid_tool"
-	CodeDuplicateTool       = "duplicate_tool"
-	CodeNoTools             = "no_tools"
-	CodeTooManyPages        = "too_many_pages"
+	CodeNotWasm             = modcheck.CodeNotWasm
+	CodeComponent           = modcheck.CodeComponent
+	CodeModuleTooLarge      = modcheck.CodeModuleTooLarge
+	CodeInvalidModule       = modcheck.CodeInvalidModule
+	CodeThreads             = modcheck.CodeThreads
+	CodeExceptions          = modcheck.CodeExceptions
+	CodeMissingStart        = modcheck.CodeMissingStart
+	CodeBadStartSignature   = modcheck.CodeBadStartSignature
+	CodeReactor             = modcheck.CodeReactor
+	CodeMissingMemory       = modcheck.CodeMissingMemory
+	CodeUnknownImport       = modcheck.CodeUnknownImport
+	CodeImportSignature     = modcheck.CodeImportSignature
+	CodeNonFunctionImport   = modcheck.CodeNonFunctionImport
+	CodeMemoryTooLarge      = modcheck.CodeMemoryTooLarge
+	CodeDiscoverUnsupported = protocol.CodeDiscoverUnsupported
+	CodeInvalidTool         = protocol.CodeInvalidTool
+	CodeDuplicateTool       = protocol.CodeDuplicateTool
+	CodeNoTools             = protocol.CodeNoTools
+	CodeTooManyPages        = protocol.CodeTooManyPages
 	CodeDiscoveryFailed     = "discovery_failed"
 )
 
 // Crash reasons of host-contract §6: why a run of the module failed.
 const (
-	CrashJSONRPCError         = "jsonrpc_error"
-	CrashResultNotComplete    = "result_not_complete"
-	CrashNotJSONRPC           = "not_jsonrpc"
-	CrashUnexpectedID         = "unexpected_id"
-	CrashServerRequest        = "server_request"
+	CrashJSONRPCError         = protocol.CodeJSONRPCError
+	CrashResultNotComplete    = protocol.CodeResultNotComplete
+	CrashNotJSONRPC           = protocol.CodeNotJSONRPC
+	CrashUnexpectedID         = protocol.CodeUnexpectedID
+	CrashServerRequest        = protocol.CodeServerRequest
 	CrashExitedBeforeResponse = "exited_before_response"
 	CrashExitCode             = "exit_code"
 	CrashExitTimeout          = "exit_timeout"
@@ -45,8 +50,8 @@ const (
 	CrashOutOfMemory          = "out_of_memory"
 	CrashOutOfFuel            = "out_of_fuel"
 	CrashTimeout              = "timeout"
-	CrashInvalidResult        = "invalid_result"
-	CrashOutputTooLarge       = "output_too_large"
+	CrashInvalidResult        = protocol.CodeInvalidResult
+	CrashOutputTooLarge       = protocol.CodeOutputTooLarge
 )
 
 // Rejection is one reason an upload was refused.

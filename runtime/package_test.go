@@ -179,3 +179,25 @@ func FuzzParseManifest(f *testing.F) {
 		}
 	})
 }
+
+// The codes are a public contract (cli.md): pin their spelling here, where
+// a rename in the package that owns one would otherwise go unnoticed.
+func TestCodesAreTheContractsSpelling(t *testing.T) {
+	codes := map[string]string{
+		CodeNotWasm: "not_wasm", CodeComponent: "component", CodeModuleTooLarge: "module_too_large",
+		CodeInvalidModule: "invalid_module", CodeThreads: "threads", CodeExceptions: "exceptions",
+		CodeMissingStart: "missing_start", CodeBadStartSignature: "bad_start_signature", CodeReactor: "reactor",
+		CodeMissingMemory: "missing_memory", CodeUnknownImport: "unknown_import", CodeImportSignature: "import_signature",
+		CodeNonFunctionImport: "non_function_import", CodeMemoryTooLarge: "memory_too_large",
+		CodeDiscoverUnsupported: "discover_unsupported", CodeInvalidTool: "invalid_tool", CodeDuplicateTool: "duplicate_tool",
+		CodeNoTools: "no_tools", CodeTooManyPages: "too_many_pages",
+		CrashJSONRPCError: "jsonrpc_error", CrashResultNotComplete: "result_not_complete", CrashNotJSONRPC: "not_jsonrpc",
+		CrashUnexpectedID: "unexpected_id", CrashServerRequest: "server_request", CrashInvalidResult: "invalid_result",
+		CrashOutputTooLarge: "output_too_large",
+	}
+	for got, want := range codes {
+		if got != want {
+			t.Errorf("code %q, want %q", got, want)
+		}
+	}
+}
