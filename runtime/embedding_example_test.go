@@ -1,0 +1,314 @@
+package runtime_test
+
+// The examples of docs/embedding.md: the doc quotes the functions below
+// verbatim (cmd/subako-runner/docs_test.go checks it), and the Example
+// functions run them, so the doc's code compiles and its output is checked.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/subako/subako-runner/hostmod/subakohttp"
+	"github.com/subako/subako-runner/internal/testguest"
+	"github.com/subako/subako-runner/limits"
+	"github.com/subako/subako-runner/runtime"
+)
+
+// greetPackage makes a package directory around the example guest and
+// returns it with a function that removes it.
+func greetPackage() (string, func()) {
+	module, err := testguest.BuildGo("../testdata/guests/greet")
+	if err != nil {
+		log.Fatal(err)
+	}
+	b, err := os.ReadFile(module)
+	if err != nil {
+		log.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("", "subako-example-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	pkg := filepath.Join(dir, "greet")
+	files := map[string]string{
+		"subako-package.json": `{"abi":1,"name":"greet","version":"0.1.0"}`,
+		"module.wasm":         string(b),
+		"assets/greeting.txt": "Hello",
+	}
+	for name, content := range files {
+		p := filepath.Join(pkg, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			log.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			log.Fatal(err)
+		}
+	}
+	return pkg, func() { os.RemoveAll(dir) }
+}
+
+func greetAda(ctx context.Context, dir string) error {
+	rt, err := runtime.New(ctx, runtime.Config{})
+	if err != nil {
+		return err
+	}
+	defer rt.Close(ctx)
+	pkg, err := rt.Load(ctx, dir) // the upload: checks, fuel metering, compilation, discovery
+	if err != nil {
+		return err
+	}
+	res, err := pkg.Call(ctx, runtime.CallRequest{Tool: "greet", Arguments: []byte(`{"name":"Ada"}`)})
+	if err != nil {
+		return err
+	}
+	defer res.Release()
+	fmt.Println(res.Outcome, res.View[0].Text)
+	return nil
+}
+
+// The library in ten lines.
+func Example_greetAda() {
+	dir, cleanup := greetPackage()
+	defer cleanup()
+	if err := greetAda(context.Background(), dir); err != nil {
+		log.Fatal(err)
+	}
+	// Output:
+	// ok {"message":"Hello, Ada!"}
+}
+
+// upload is what the backend does once per package version: everything
+// that can be decided before a call is decided here, and kept in store.
+func upload(ctx context.Context, rt *runtime.Runtime, dir, store string) error {
+	pkg, err := rt.Load(ctx, dir)
+	var rej *runtime.RejectedError
+	if errors.As(err, &rej) {
+		for _, r := range rej.Rejections {
+			fmt.Printf("rejected: %s: %s\n", r.Code, r.Message)
+		}
+		if rej.Crash != nil { // discovery crashed: discovery_failed
+			fmt.Printf("discovery crashed (%s); its stderr:\n%s", rej.Crash.Reason, rej.Crash.Stderr)
+		}
+		return err
+	}
+	if err != nil {
+		return err // the host could not work: unreadable path, cancelled context
+	}
+	defer pkg.Close(ctx)
+	for _, t := range pkg.Tools() {
+		fmt.Println("tool:", t.Name)
+	}
+	return pkg.Artifact().Save(store) // artifact.json and metered.wasm
+}
+
+// open is what any process does later, after a restart or on another
+// machine sharing the store: it runs no check, no discovery, and with the
+// compilation cache no compilation either.
+func open(ctx context.Context, rt *runtime.Runtime, dir, store string) (*runtime.Package, error) {
+	a, err := runtime.ReadArtifact(store)
+	if err != nil {
+		return nil, err
+	}
+	return rt.Open(ctx, a, dir) // refused if module.wasm changed since the upload
+}
+
+// Upload once, call forever: the artifact and the compilation cache carry
+// the upload's work into other processes.
+func Example_uploadOnce() {
+	ctx := context.Background()
+	dir, cleanup := greetPackage()
+	defer cleanup()
+	store, cache := filepath.Join(filepath.Dir(dir), "store"), filepath.Join(filepath.Dir(dir), "cache")
+
+	rt, err := runtime.New(ctx, runtime.Config{CompilationCacheDir: cache})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := upload(ctx, rt, dir, store); err != nil {
+		log.Fatal(err)
+	}
+	rt.Close(ctx)
+
+	// Later, as if in another process.
+	rt2, err := runtime.New(ctx, runtime.Config{CompilationCacheDir: cache})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer rt2.Close(ctx)
+	pkg, err := open(ctx, rt2, dir, store)
+	if err != nil {
+		log.Fatal(err)
+	}
+	res, err := pkg.Call(ctx, runtime.CallRequest{Tool: "greet", Arguments: []byte(`{"name":"Grace"}`)})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer res.Release()
+	fmt.Println(res.View[0].Text)
+	// Output:
+	// tool: greet
+	// tool: media
+	// tool: media_edge
+	// tool: echo_args
+	// tool: read_file
+	// tool: write_file
+	// {"message":"Hello, Grace!"}
+}
+
+// A package the upload checks refuse: every problem, each with its code.
+func Example_rejected() {
+	ctx := context.Background()
+	rt, err := runtime.New(ctx, runtime.Config{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer rt.Close(ctx)
+	err = upload(ctx, rt, "../testdata/checks/unknown_import.wasm", os.DevNull)
+	var rej *runtime.RejectedError
+	fmt.Println(errors.As(err, &rej), rej.Has("unknown_import"))
+	// Output:
+	// rejected: unknown_import: import "env"."foo": subako provides only wasi_snapshot_preview1 and subako_http imports
+	// rejected: unknown_import: import "wasi_unstable"."fd_write": subako provides only wasi_snapshot_preview1 and subako_http imports (wasi_unstable is the WASI snapshot before preview 1; rebuild for wasi_snapshot_preview1)
+	// rejected: unknown_import: import "wasi_snapshot_preview1"."sock_open": wasi_snapshot_preview1 has no function named "sock_open"
+	// true true
+}
+
+// callForAgent is one call with everything that belongs to the agent and
+// the moment: its volume, its network policy with a credential the
+// backend looks up per call, and tighter limits than the runtime's.
+func callForAgent(ctx context.Context, pkg *runtime.Package, data string, token func(context.Context) (string, bool)) error {
+	policy, err := subakohttp.NewPolicy(subakohttp.PolicyConfig{
+		Allow: []string{"api.example.com", "*.cdn.example.com"},
+		Credentials: []subakohttp.Credential{
+			{Pattern: "api.example.com", Header: "Authorization", Value: token},
+		},
+	})
+	if err != nil {
+		return err
+	}
+	lim := limits.Default()
+	lim.CallTimeout = 5 * time.Second
+	lim.Memory = 64 * limits.MiB
+
+	res, err := pkg.Call(ctx, runtime.CallRequest{
+		Tool:      "write_file",
+		Arguments: []byte(`{"path":"/volume/data/notes.txt","text":"remember Ada"}`),
+		Data:      data, // mounted read-write at /volume/data; /volume/tmp is fresh
+		Network:   policy,
+		Limits:    &lim,
+	})
+	var refused *runtime.CallError
+	if errors.As(err, &refused) {
+		return fmt.Errorf("refused before the module ran: %s", refused.Code) // unknown_tool, bad_arguments
+	}
+	if err != nil {
+		return err
+	}
+	defer res.Release() // removes the call's /volume/tmp and the files the view links to
+
+	switch res.Outcome {
+	case runtime.OutcomeOK, runtime.OutcomeToolError: // the model reads res.View either way
+		for _, v := range res.View {
+			fmt.Println(v.Type+":", v.Text)
+		}
+	case runtime.OutcomeCrashed: // the model is told the function crashed
+		fmt.Printf("crashed: %s: %s\n", res.Crash.Reason, res.Crash.Message)
+	}
+	return nil
+}
+
+// Per-call volumes, network policy and limits.
+func Example_callForAgent() {
+	ctx := context.Background()
+	dir, cleanup := greetPackage()
+	defer cleanup()
+	rt, err := runtime.New(ctx, runtime.Config{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer rt.Close(ctx)
+	pkg, err := rt.Load(ctx, dir)
+	if err != nil {
+		log.Fatal(err)
+	}
+	data := filepath.Join(filepath.Dir(dir), "agent-data")
+	if err := os.Mkdir(data, 0o755); err != nil {
+		log.Fatal(err)
+	}
+	token := func(context.Context) (string, bool) { return "Bearer from-the-vault", true }
+	if err := callForAgent(ctx, pkg, data, token); err != nil {
+		log.Fatal(err)
+	}
+	b, _ := os.ReadFile(filepath.Join(data, "notes.txt"))
+	fmt.Println(string(b))
+	// Output:
+	// text: wrote 12 bytes to /volume/data/notes.txt
+	// remember Ada
+}
+
+// metrics is an Observer: one event per upload and per call, without
+// arguments, results or secrets, to feed Prometheus or OpenTelemetry.
+type metrics struct {
+	mu    sync.Mutex
+	calls map[string]int // by outcome
+}
+
+func (m *metrics) Upload(ctx context.Context, e runtime.UploadEvent) {
+	fmt.Printf("upload %s: %s, %d tools\n", e.Package, e.Outcome, e.Tools)
+}
+
+func (m *metrics) Call(ctx context.Context, e runtime.CallEvent) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.calls[string(e.Outcome)]++
+	_ = e.Stats.FuelUsed // also Duration, MemoryBytes, BytesWritten, HTTPRequests
+}
+
+func newObservedRuntime(ctx context.Context, logger *zap.Logger, m *metrics) (*runtime.Runtime, error) {
+	return runtime.New(ctx, runtime.Config{
+		Logger:   logger, // one line per upload and per call at info; module stderr at debug
+		Observer: m,
+	})
+}
+
+// Logging and metrics; calls run concurrently on one package.
+func Example_observer() {
+	ctx := context.Background()
+	dir, cleanup := greetPackage()
+	defer cleanup()
+	m := &metrics{calls: map[string]int{}}
+	rt, err := newObservedRuntime(ctx, zap.NewNop(), m)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer rt.Close(ctx)
+	pkg, err := rt.Load(ctx, dir)
+	if err != nil {
+		log.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for _, name := range []string{"Ada", "Grace", ""} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := pkg.Call(ctx, runtime.CallRequest{Tool: "greet", Arguments: []byte(`{"name":"` + name + `"}`)})
+			if err != nil {
+				log.Fatal(err)
+			}
+			res.Release()
+		}()
+	}
+	wg.Wait()
+	fmt.Println(m.calls)
+	// Output:
+	// upload greet: ok, 6 tools
+	// map[ok:2 tool_error:1]
+}
