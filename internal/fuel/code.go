@@ -242,7 +242,9 @@ func (fr *funcRewriter) body(code *wasmbin.Code) ([]byte, error) {
 			fr.copy(expr)
 			continue
 		}
-		fr.cost++
+		if final || !free(in.Op) {
+			fr.cost++ // a function's final end is its return
+		}
 		switch in.Op {
 		case wasmbin.OpEnd, wasmbin.OpDelegate:
 			if in.Op == wasmbin.OpDelegate {
@@ -331,6 +333,24 @@ func (fr *funcRewriter) body(code *wasmbin.Code) ([]byte, error) {
 	return fr.out, nil
 }
 
+// free reports whether an instruction costs nothing: block, loop, nop and
+// the end of a block, loop or if only mark structure and compile to no
+// code (a function's final end is its return and costs 1). Charging them
+// would bill
+// work that never runs, and a lot of it: Go's output opens one block per
+// resume point at its functions' dispatch loop (hundreds in a big
+// function) and re-enters that loop at every iteration of any loop the
+// function has, so a busy loop of three real instructions was charged
+// some 800. Every loop iteration still costs at least its back-edge
+// branch, and every call its call instruction.
+func free(op wasmbin.Opcode) bool {
+	switch op {
+	case wasmbin.OpBlock, wasmbin.OpLoop, wasmbin.OpEnd, wasmbin.OpNop:
+		return true
+	}
+	return false
+}
+
 // branch notes a branch to label depth d: the block it leaves has a join
 // at its end, and a branch out of the function must write the counter
 // back first. It reports whether the target is a loop (a backward branch).
@@ -410,7 +430,11 @@ func (fr *funcRewriter) store(b []byte) []byte {
 // out of line. Measured on the C benchmark, this shape cost half of what
 // "i64.lt_s; if; refuel; end" did.
 func (fr *funcRewriter) settle(b []byte) []byte {
-	b = fr.store(b)
+	return fr.check(fr.store(b))
+}
+
+// check appends the overdraft check alone (the second half of settle).
+func (fr *funcRewriter) check(b []byte) []byte {
 	b = fr.getCounter(b)
 	b = append(b, 0x42, 0x00, 0x59, 0x04, 0x40, 0x05)
 	b = fr.getCounter(b)
@@ -469,7 +493,13 @@ func (fr *funcRewriter) flush() {
 }
 
 // charge appends one charge to out; only the segment's first is checked.
+// A checked charge of nothing still checks: a loop header or a calling
+// function's entry may start with instructions that cost nothing (see
+// free), and the check must not move off the path every iteration takes.
 func (fr *funcRewriter) charge(cost int64) {
+	if cost == 0 && fr.segCheck {
+		fr.out = fr.check(fr.out)
+	}
 	if cost > 0 {
 		fr.out = fr.getCounter(fr.out)
 		fr.out = append(fr.out, 0x42)

@@ -82,20 +82,20 @@ func TestFuelCountsAreExact(t *testing.T) {
 		want uint64
 	}{
 		{"straight-line code costs one per instruction", "straight", nil, 4},
-		{"a loop of one iteration", "loop", []uint64{1}, 7*1 + 3},
-		{"a loop of ten iterations", "loop", []uint64{10}, 7*10 + 3},
-		{"a loop of a million iterations", "loop", []uint64{1_000_000}, 7*1_000_000 + 3},
+		{"a loop of one iteration", "loop", []uint64{1}, 7*1 + 1},
+		{"a loop of ten iterations", "loop", []uint64{10}, 7*10 + 1},
+		{"a loop of a million iterations", "loop", []uint64{1_000_000}, 7*1_000_000 + 1},
 		{"the then arm", "branch", []uint64{1}, 5},
-		{"the else arm, the small then arm charged too", "branch", []uint64{0}, 9},
-		{"a big then arm that runs", "bigthen", []uint64{1}, 15},
+		{"the else arm, the small then arm charged too", "branch", []uint64{0}, 8},
+		{"a big then arm that runs", "bigthen", []uint64{1}, 14},
 		{"a big then arm that does not run costs nothing", "bigthen", []uint64{0}, 4},
-		{"a forward br_if taken, its small tail charged", "skip", []uint64{1}, 8},
-		{"a forward br_if not taken", "skip", []uint64{0}, 8},
+		{"a forward br_if taken, its small tail charged", "skip", []uint64{1}, 6},
+		{"a forward br_if not taken", "skip", []uint64{0}, 6},
 		{"calls charge the callee's entry", "calls", nil, 17},
-		{"br_table to the first label", "brtable", []uint64{0}, 9},
-		{"br_table to the second label", "brtable", []uint64{1}, 7},
-		{"br_table to the default", "brtable", []uint64{2}, 8},
-		{"br_table far past the labels", "brtable", []uint64{1 << 31}, 8},
+		{"br_table to the first label", "brtable", []uint64{0}, 6},
+		{"br_table to the second label", "brtable", []uint64{1}, 4},
+		{"br_table to the default", "brtable", []uint64{2}, 4},
+		{"br_table far past the labels", "brtable", []uint64{1 << 31}, 4},
 		{"memory.grow by nothing", "grow", []uint64{0}, 3},
 		{"memory.grow by two pages", "grow", []uint64{2}, 3 + 2*PageCost},
 		{"a failing memory.grow is charged too", "grow", []uint64{1000}, 3 + 1000*PageCost},
@@ -140,7 +140,7 @@ func TestBudgetIsExact(t *testing.T) {
 	ctx := context.Background()
 	r := meteredRuntime(t, ctx)
 	cm := instrumentAndCompile(t, ctx, r, readFixture(t, "counts.wasm"))
-	const need = 7*10 + 3
+	const need = 7*10 + 1
 	tests := []struct {
 		name      string
 		budget    uint64
@@ -150,7 +150,7 @@ func TestBudgetIsExact(t *testing.T) {
 		{"the exact budget is enough", need, false, false},
 		{"one more is enough", need + 1, false, false},
 		{"one less overdraws after the last check", need - 1, true, false},
-		{"the last loop check stops it", need - 3, true, true},
+		{"the last loop check stops it", need - 2, true, true},
 		{"half stops it mid-loop", need / 2, true, true},
 		{"a budget of one stops it at the first loop check", 1, true, true},
 	}

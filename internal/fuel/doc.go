@@ -21,7 +21,13 @@
 // it back around calls and exits; the others use the global directly.
 //
 // The cost model:
-//   - every instruction costs 1, charged with its segment;
+//   - every instruction costs 1, charged with its segment, except block,
+//     loop, nop and the end of a block, loop or if, which cost nothing
+//     (they only mark structure and compile to no code; Go's output
+//     re-enters a nest of one block per call site at every iteration of a
+//     function's loops, so charging them billed a busy loop of a few
+//     instructions hundreds); a function's final end is its return and
+//     costs 1, and every loop iteration still pays for its branch;
 //   - the pieces an if (its then arm) or a forward br_if (the code after
 //     it) may skip get a charge of their own when they cost more than 8;
 //     a smaller piece is charged with the code before it, skipped or not

@@ -1,7 +1,8 @@
 ;; counts.wat: small functions whose fuel the tests in internal/fuel pin
 ;; exactly (the way wasmtime's tests/all/fuel.wast does). The cost model is
-;; in internal/fuel/doc.go: 1 per instruction, charged per segment when the
-;; segment is entered; code of at most 8 instructions that an if or a
+;; in internal/fuel/doc.go: 1 per instruction (block, loop, nop and the end
+;; of a block, loop or if cost nothing; a function's final end, its return,
+;; costs 1), charged per segment when the segment is entered; code of at most 8 instructions that an if or a
 ;; forward br_if may skip is charged with the code before it; plus size
 ;; charges for memory.grow (4096 a page) and the bulk instructions (1 per
 ;; 16 bytes).
@@ -16,7 +17,7 @@
     i32.const 2
     i32.add)
 
-  ;; 7n+3 for n >= 1: loop (1), 7 per iteration, end end (2)
+  ;; 7n+1 for n >= 1: loop (0), 7 per iteration, the loop's end (0), end (1)
   (func (export "loop") (param $n i32) (local $i i32)
     (loop $l
       local.get $i
@@ -28,7 +29,7 @@
       br_if $l))
 
   ;; local.get if + the small then arm i32.const else (4), always;
-  ;; true: 4 + end (1) = 5; false: 4 + i32.const i32.const i32.add end (4) + end (1) = 9
+  ;; true: 4 + end (1) = 5; false: 4 + i32.const i32.const i32.add end (3) + end (1) = 8
   (func (export "branch") (param i32) (result i32)
     local.get 0
     if (result i32)
@@ -52,10 +53,10 @@
     call $add1
     call $add1)
 
-  ;; block block block local.get br_table (5), then
-  ;; 0: i32.const i32.const i32.add return (4) = 9
-  ;; 1: i32.const return (2) = 7
-  ;; 2 and above: i32.const nop end (3) = 8
+  ;; block block block local.get br_table (2), then
+  ;; 0: i32.const i32.const i32.add return (4) = 6
+  ;; 1: i32.const return (2) = 4
+  ;; 2 and above: i32.const nop end (2) = 4
   (func (export "brtable") (param i32) (result i32)
     (block $b2
       (block $b1
@@ -125,8 +126,8 @@
     i32.add)
 
 ;; a then arm of more than 8 instructions is charged only when it runs:
-  ;; local.get if (2) + [then arm: 10 + end (11)] + local.get end (2)
-  ;; true: 15; false: 4
+  ;; local.get if (2) + [then arm: 10 + end (10)] + local.get end (2)
+  ;; true: 14; false: 4
   (func (export "bigthen") (param i32) (result i32) (local $x i32)
     local.get 0
     if
@@ -143,8 +144,8 @@
     end
     local.get $x)
 
-  ;; block i32.const local.get br_if (4) + the small tail drop i32.const
-  ;; end (3), charged whether or not the branch is taken, + end (1) = 8
+  ;; block i32.const local.get br_if (3) + the small tail drop i32.const
+  ;; end (2), charged whether or not the branch is taken, + end (1) = 6
   (func (export "skip") (param i32) (result i32)
     block (result i32)
       i32.const 1
@@ -154,7 +155,7 @@
       i32.const 2
     end)
 
-  ;; loop (1) + br per iteration, forever: the runaway guest
+  ;; br (1) per iteration, forever: the runaway guest
   (func (export "spin")
     (loop $l
       br $l)))
