@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/subako/subako-runner/internal/fuel"
 	"github.com/subako/subako-runner/protocol"
 )
 
@@ -40,8 +41,9 @@ const (
 // # Notes
 //
 //   - Open re-verifies the package's module.wasm against ModuleSHA256 and
-//     the stored metered module against MeteredSHA256, so a changed
-//     package or a corrupted store is refused, never run.
+//     that the stored metered module is this runner's metering of it, so a
+//     changed package, a corrupted or tampered store, or an artifact of
+//     another runner version is refused, never run.
 //   - The package directory itself is still needed: its assets are
 //     mounted at /package.
 type Artifact struct {
@@ -152,11 +154,8 @@ func ReadArtifact(dir string) (*Artifact, error) {
 // changed since its upload is refused.
 func (rt *Runtime) Open(ctx context.Context, a *Artifact, path string) (*Package, error) {
 	started := time.Now()
-	if a.Format != ArtifactFormat {
-		return nil, fmt.Errorf("artifact format %d; this runner opens format %d", a.Format, ArtifactFormat)
-	}
-	if sum := sha256.Sum256(a.Metered); hex.EncodeToString(sum[:]) != a.MeteredSHA256 {
-		return nil, fmt.Errorf("the artifact's metered module does not match its recorded hash")
+	if a.Format != ArtifactFormat || a.Runner != Version {
+		return nil, fmt.Errorf("the artifact was made by runner %s (format %d); this is runner %s (format %d): upload the package again", a.Runner, a.Format, Version, ArtifactFormat)
 	}
 	src, err := ReadSource(path, rt.limits.ModuleSize)
 	if err != nil {
@@ -165,6 +164,13 @@ func (rt *Runtime) Open(ctx context.Context, a *Artifact, path string) (*Package
 	hash := sha256.Sum256(src.Module)
 	if src.Module == nil || hex.EncodeToString(hash[:]) != a.ModuleSHA256 {
 		return nil, fmt.Errorf("%s: module.wasm does not match the artifact (sha256 %s, artifact %s): the package changed since its upload", path, hex.EncodeToString(hash[:]), a.ModuleSHA256)
+	}
+	// The metered module must be what this runner makes of module.wasm: a
+	// store that was written to cannot plant code that escapes metering.
+	// Metering is ~100 ms for a 14 MB module, a few percent of compiling it.
+	metered, err := fuel.Instrument(src.Module)
+	if err != nil || !bytes.Equal(metered, a.Metered) {
+		return nil, fmt.Errorf("the artifact's metered module is not this runner's metering of module.wasm: upload the package again")
 	}
 	src.Manifest, src.HasAssets = a.Manifest, a.HasAssets
 	tools := make([]protocol.Tool, len(a.Tools))

@@ -2,6 +2,8 @@ package runtime
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -75,6 +77,22 @@ func TestArtifactRefusesChangedPackageOrStore(t *testing.T) {
 	os.WriteFile(metered, b, 0o644)
 	if _, err := ReadArtifact(store); err == nil || !strings.Contains(err.Error(), "hash") {
 		t.Fatalf("a corrupted metered module was read: %v", err)
+	}
+
+	// A metered module that is not this runner's metering of the module
+	// (say, the unmetered module planted with a matching recorded hash)
+	// is refused.
+	planted := pkg.Artifact()
+	planted.Metered = pkg.checked.Source.Module
+	sum := sha256.Sum256(planted.Metered)
+	planted.MeteredSHA256 = hex.EncodeToString(sum[:])
+	if _, err := rt.Open(context.Background(), planted, dir); err == nil || !strings.Contains(err.Error(), "metering") {
+		t.Fatalf("a planted unmetered module opened: %v", err)
+	}
+	old := pkg.Artifact()
+	old.Runner = "0.0.1"
+	if _, err := rt.Open(context.Background(), old, dir); err == nil || !strings.Contains(err.Error(), "upload the package again") {
+		t.Fatalf("another runner's artifact opened: %v", err)
 	}
 
 	// Another format, or an unknown field, is refused.

@@ -61,7 +61,8 @@ type Stats struct {
 	Duration time.Duration `json:"-"`
 	// DurationMs is Duration in milliseconds, for JSON.
 	DurationMs float64 `json:"durationMs"`
-	// FuelUsed is the instructions charged (0 when metering is off).
+	// FuelUsed is the fuel charged: about one per instruction executed
+	// (internal/fuel documents the cost model).
 	FuelUsed uint64 `json:"fuelUsed"`
 	// MemoryBytes is the peak linear memory of the instance.
 	MemoryBytes int64 `json:"memoryBytes"`

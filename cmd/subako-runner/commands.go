@@ -69,6 +69,8 @@ func runDiscover(ctx context.Context, e *env, args []string) int {
 	fs := newFlagSet(e, "discover", "PACKAGE", "Check PACKAGE, then run it once to discover its tools (server/discover, tools/list),\nas an upload does, and print the tool list.")
 	o.addOutput(fs)
 	o.addLimits(fs)
+	fs.Lookup("timeout").Usage = "wall-clock limit of the discovery run, e.g. 30s (default 10s, as at upload)"
+	o.timeoutIsDiscovery = true
 	rest, err := parseArgs(fs, args, 1, 1)
 	if err != nil {
 		return flagExit(err)

@@ -6,6 +6,7 @@
 //	subako-runner discover PACKAGE
 //	subako-runner call PACKAGE TOOL [ARGS_JSON]
 //	subako-runner run MODULE [ARG...]
+//	subako-runner check PACKAGE
 //	subako-runner version
 //
 // Exit status: 0 success, 1 tool error, 2 usage or host error, 3 the module

@@ -30,6 +30,9 @@ type options struct {
 	memory  string
 	fuel    string
 	timeout string
+	// timeoutIsDiscovery makes --timeout bound discovery (the discover
+	// command) instead of only the call.
+	timeoutIsDiscovery bool
 
 	tmp      string
 	keepTmp  bool
@@ -160,6 +163,9 @@ func (o *options) limits() (limits.Limits, error) {
 			return l, fmt.Errorf("--timeout must be above zero")
 		}
 		l.CallTimeout = d
+		if o.timeoutIsDiscovery {
+			l.DiscoveryTimeout = d
+		}
 	}
 	return l, l.Validate()
 }

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/subako/subako-runner/internal/testguest"
 )
@@ -322,5 +323,17 @@ func TestRunToolchainGuests(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestDiscoverTimeoutBoundsDiscovery(t *testing.T) {
+	slow := pkgDir(t, "misbehave", map[string]string{"mode": "slow_discovery"})
+	start := time.Now()
+	code, out, _ := cli(t, "", "discover", "--json", "--timeout", "1s", slow)
+	if m := decode(t, out); code != exitCrashed || m["crash"].(map[string]any)["reason"] != "timeout" {
+		t.Fatalf("exit %d, %v", code, m)
+	}
+	if elapsed := time.Since(start); elapsed > 9*time.Second {
+		t.Errorf("discover --timeout 1s took %v: the 10 s default applied", elapsed)
 	}
 }
