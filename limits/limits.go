@@ -59,9 +59,9 @@ type Limits struct {
 	MaxTools int
 }
 
-// DefaultFuel is the default instruction budget, about ten seconds of pure
-// computation: measured here, CPU-bound Go and C guests spend 8 to 12
-// billion fuel a second, and a Go MCP server answering one call about five
+// DefaultFuel is the default instruction budget, about a dozen seconds of
+// pure computation: measured here, CPU-bound Go and C guests spend 7 to 8
+// billion fuel a second, and a Go MCP server answering one call a few
 // million. A well-behaved call never meets it, and a runaway loop stops
 // within seconds even when its call timeout is long.
 const DefaultFuel uint64 = 100_000_000_000
