@@ -1,0 +1,28 @@
+// Command bench measures subako-runner against its baselines, side by side
+// in one run, and prints one table: measure, value, baseline, ratio, target,
+// and whether the target is met.
+//
+//	go run ./bench                     # everything (make bench)
+//	go run ./bench -only latency,fuel  # a subset
+//	go run ./bench -h                  # iteration counts and sizes
+//
+// The measures:
+//
+//   - latency: one tools/call of the C and Go greet packages through
+//     runtime.Package.Call, against the floor (a bare wazero instantiate and
+//     run of the same module.wasm with the same stdin: one tools/call line,
+//     then EOF) and against one `wazero run` process per call;
+//   - scale: calls per second with concurrent callers on GOMAXPROCS 1 and 2;
+//   - reopen: opening the stored 14 MB Go-SDK package from its artifact with
+//     a warm compilation cache, against compiling it cold;
+//   - fuel: CPU-bound Go and C guests metered (internal/fuel) against
+//     unmetered;
+//   - download: a 1 GiB HTTP download to a file through subako_http, run in
+//     a child process (this program re-executed with -child-download) so its
+//     peak RSS (VmHWM) is the call's alone.
+//
+// Measurements of a pair are interleaved, so load that comes and goes on the
+// machine hits both sides alike. Every loop is bounded in count and in time,
+// and the only network traffic is on loopback. Run it from the module root:
+// it reads testdata/ and builds the Go guests with internal/testguest.
+package main

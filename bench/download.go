@@ -1,0 +1,179 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/subako/subako-runner/hostmod/subakohttp"
+	"github.com/subako/subako-runner/runtime"
+)
+
+// zeros is an endless body.
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
+}
+
+// downloadReport is what the child prints: one JSON object.
+type downloadReport struct {
+	Bytes     int64   `json:"bytes"`
+	Seconds   float64 `json:"seconds"`
+	HWMBefore int64   `json:"hwmBefore"`
+	HWM       int64   `json:"hwm"`
+	Written   int64   `json:"written"`
+}
+
+// benchDownload serves a body of o.downloadBytes zeros on loopback, uploads
+// the httpprobe guest package (artifact and compilation cache), and runs
+// the download in a child process that opens the package from them, so the
+// child's peak RSS is the call's and not the compiler's or the server's.
+func benchDownload(ctx context.Context, o options, t *table) error {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	size := o.downloadBytes
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", strconv.FormatInt(size, 10))
+		io.CopyN(w, zeros{}, size)
+	})}
+	go srv.Serve(ln)
+	defer srv.Close()
+
+	dir, err := goPackage(o.work, "httpprobe")
+	if err != nil {
+		return err
+	}
+	cache := filepath.Join(o.work, "download-cache")
+	store := filepath.Join(o.work, "download-artifact")
+	rt, err := runtime.New(ctx, runtime.Config{CompilationCacheDir: cache})
+	if err != nil {
+		return err
+	}
+	pkg, err := rt.Load(ctx, dir)
+	if err == nil {
+		err = pkg.Artifact().Save(store)
+	}
+	rt.Close(ctx)
+	if err != nil {
+		return err
+	}
+
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	cctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(cctx, exe,
+		"-child-download", dir, "-child-artifact", store, "-child-cache", cache,
+		"-child-url", "http://"+ln.Addr().String()+"/", "-child-size", strconv.FormatInt(size, 10))
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("child: %w: %s", err, stderr.Bytes())
+	}
+	var rep downloadReport
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		return fmt.Errorf("child report %q: %w", stdout.Bytes(), err)
+	}
+	label := fmt.Sprintf("%.0f MiB", float64(size)/(1<<20))
+	if size >= 1<<30 && size%(1<<30) == 0 {
+		label = fmt.Sprintf("%d GiB", size>>30)
+	}
+	t.add(fmt.Sprintf("%s HTTP download to a file: throughput", label),
+		fmt.Sprintf("%.0f MiB/s", float64(rep.Bytes)/(1<<20)/rep.Seconds), dur(time.Duration(rep.Seconds*float64(time.Second))), 0, "", false)
+	t.add(fmt.Sprintf("%s HTTP download: child peak RSS vs before the call", label),
+		mib(rep.HWM), mib(rep.HWMBefore), float64(rep.HWM)/float64(rep.HWMBefore), "≤ 64 MiB", rep.HWM <= 64<<20)
+	return nil
+}
+
+// childDownload is the child side of benchDownload.
+type childDownload struct {
+	pkg, artifact, cache, url string
+	size                      int64
+}
+
+func (c *childDownload) run(ctx context.Context, w io.Writer) error {
+	rt, err := runtime.New(ctx, runtime.Config{CompilationCacheDir: c.cache})
+	if err != nil {
+		return err
+	}
+	defer rt.Close(ctx)
+	a, err := runtime.ReadArtifact(c.artifact)
+	if err != nil {
+		return err
+	}
+	pkg, err := rt.Open(ctx, a, c.pkg)
+	if err != nil {
+		return err
+	}
+	before, err := peakRSS()
+	if err != nil {
+		return err
+	}
+	host := strings.TrimSuffix(strings.TrimPrefix(c.url, "http://"), "/")
+	policy, err := subakohttp.NewPolicy(subakohttp.PolicyConfig{
+		Allow:        []string{host},
+		AllowPrivate: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")},
+	})
+	if err != nil {
+		return err
+	}
+	req, _ := json.Marshal(map[string]any{"request": map[string]any{
+		"url": c.url, "output": map[string]string{"type": "file", "path": "/volume/tmp/big.bin"},
+	}})
+	start := time.Now()
+	res, err := pkg.Call(ctx, runtime.CallRequest{Tool: "http", Arguments: req, Network: policy})
+	elapsed := time.Since(start)
+	if err != nil {
+		return err
+	}
+	defer res.Release()
+	if res.Outcome != runtime.OutcomeOK {
+		return fmt.Errorf("outcome %s crash %+v result %s", res.Outcome, res.Crash, res.Result)
+	}
+	info, err := os.Stat(filepath.Join(res.TmpDir, "big.bin"))
+	if err != nil {
+		return err
+	}
+	if info.Size() != c.size {
+		return fmt.Errorf("downloaded %d bytes, want %d; result %s", info.Size(), c.size, res.Result)
+	}
+	peak, err := peakRSS()
+	if err != nil {
+		return err
+	}
+	return json.NewEncoder(w).Encode(downloadReport{
+		Bytes: info.Size(), Seconds: elapsed.Seconds(), HWMBefore: before, HWM: peak, Written: res.Stats.BytesWritten,
+	})
+}
+
+// peakRSS is this process's peak resident set (Linux VmHWM), in bytes.
+func peakRSS() (int64, error) {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return kb << 10, err
+		}
+	}
+	return 0, fmt.Errorf("no VmHWM in /proc/self/status")
+}

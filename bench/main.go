@@ -1,0 +1,228 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// options are the command line: which measures run and how many times.
+type options struct {
+	only          map[string]bool
+	pkgs          map[string]bool
+	calls         int
+	procCalls     int
+	scaleCallers  int
+	scaleRound    time.Duration
+	scaleRounds   int
+	reopenRuns    int
+	coldRuns      int
+	fuelRuns      int
+	downloadBytes int64
+	timeout       time.Duration
+	work          string
+}
+
+var measures = []string{"latency", "scale", "reopen", "fuel", "download"}
+
+func main() {
+	var child childDownload
+	flag.StringVar(&child.pkg, "child-download", "", "internal: run the download measure in this process, on the package directory given")
+	flag.StringVar(&child.artifact, "child-artifact", "", "internal: the package's stored artifact")
+	flag.StringVar(&child.cache, "child-cache", "", "internal: the compilation cache directory")
+	flag.StringVar(&child.url, "child-url", "", "internal: the URL to download")
+	flag.Int64Var(&child.size, "child-size", 0, "internal: the expected body size")
+
+	var o options
+	only := flag.String("only", strings.Join(measures, ","), "comma-separated measures to run: "+strings.Join(measures, ", "))
+	pkgs := flag.String("pkgs", "C,Go", "greet packages for latency and scale: C, Go")
+	flag.IntVar(&o.calls, "calls", 200, "in-process calls (and floor runs) per package for latency")
+	flag.IntVar(&o.procCalls, "proc-calls", 40, "`wazero run` processes per package for latency")
+	flag.IntVar(&o.scaleCallers, "scale-callers", 4, "concurrent callers for calls/s")
+	flag.DurationVar(&o.scaleRound, "scale-round", 1500*time.Millisecond, "length of one calls/s round")
+	flag.IntVar(&o.scaleRounds, "scale-rounds", 3, "calls/s rounds per GOMAXPROCS setting (interleaved)")
+	flag.IntVar(&o.reopenRuns, "reopen-runs", 5, "warm reopens of the stored SDK package")
+	flag.IntVar(&o.coldRuns, "cold-runs", 2, "cold compiles of the SDK package")
+	flag.IntVar(&o.fuelRuns, "fuel-runs", 5, "runs of each CPU-bound guest per mode")
+	flag.Int64Var(&o.downloadBytes, "download-bytes", 1<<30, "size of the HTTP download")
+	flag.DurationVar(&o.timeout, "timeout", 8*time.Minute, "give up on the whole run after this long")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
+	flag.Parse()
+
+	if child.pkg != "" {
+		if err := child.run(context.Background(), os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "bench child:", err)
+			os.Exit(1)
+		}
+		return
+	}
+
+	o.only = map[string]bool{}
+	for _, m := range strings.Split(*only, ",") {
+		m = strings.TrimSpace(m)
+		if m == "" {
+			continue
+		}
+		if !contains(measures, m) {
+			fmt.Fprintf(os.Stderr, "bench: unknown measure %q (want %s)\n", m, strings.Join(measures, ", "))
+			os.Exit(2)
+		}
+		o.only[m] = true
+	}
+	o.pkgs = map[string]bool{}
+	for _, p := range strings.Split(*pkgs, ",") {
+		o.pkgs[strings.TrimSpace(p)] = true
+	}
+	if _, err := os.Stat(filepath.Join("testdata", "packages", "cgreet", "module.wasm")); err != nil {
+		fmt.Fprintln(os.Stderr, "bench: run it from the module root (go run ./bench):", err)
+		os.Exit(2)
+	}
+	work, err := os.MkdirTemp("", "subako-bench-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
+	o.work = work
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(2)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
+	t := &table{}
+	err = run(ctx, o, t)
+	cancel()
+	os.RemoveAll(work)
+	fmt.Println()
+	t.print(os.Stdout)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		pprof.StopCPUProfile()
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, o options, t *table) error {
+	steps := []struct {
+		name string
+		fn   func(context.Context, options, *table) error
+	}{
+		{"latency", benchLatency},
+		{"scale", benchScale},
+		{"reopen", benchReopen},
+		{"fuel", benchFuel},
+		{"download", benchDownload},
+	}
+	for _, s := range steps {
+		if !o.only[s.name] {
+			continue
+		}
+		start := time.Now()
+		logf("== %s", s.name)
+		if err := s.fn(ctx, o, t); err != nil {
+			return fmt.Errorf("%s: %w", s.name, err)
+		}
+		logf("   %s took %v", s.name, time.Since(start).Round(time.Millisecond))
+	}
+	return nil
+}
+
+// logf reports progress on stderr, so stdout holds the table alone.
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, format+"\n", args...)
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// row is one line of the table. A ratio of 0 prints as "-"; met is
+// "yes", "NO" or "-" (no target).
+type row struct {
+	measure, value, baseline string
+	ratio                    float64
+	target, met              string
+}
+
+type table struct{ rows []row }
+
+// add appends a row; ok reports whether the target was met, and target ""
+// means the row is information only.
+func (t *table) add(measure, value, baseline string, ratio float64, target string, ok bool) {
+	met := "-"
+	if target != "" {
+		met = "NO"
+		if ok {
+			met = "yes"
+		}
+	}
+	t.rows = append(t.rows, row{measure, value, baseline, ratio, target, met})
+}
+
+func (t *table) print(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "measure\tvalue\tbaseline\tratio\ttarget\tmet?")
+	fmt.Fprintln(tw, "-------\t-----\t--------\t-----\t------\t----")
+	for _, r := range t.rows {
+		ratio := "-"
+		if r.ratio != 0 {
+			ratio = fmt.Sprintf("%.3g×", r.ratio)
+			if r.ratio >= 100 {
+				ratio = fmt.Sprintf("%.0f×", r.ratio)
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.measure, r.value, r.baseline, ratio, r.target, r.met)
+	}
+	tw.Flush()
+}
+
+// quantile returns the q-quantile (0..1) of ds, nearest rank.
+func quantile(ds []time.Duration, q float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	i := int(q*float64(len(s))+0.5) - 1
+	if i < 0 {
+		i = 0
+	}
+	if i >= len(s) {
+		i = len(s) - 1
+	}
+	return s[i]
+}
+
+// dur prints a duration with three significant digits.
+func dur(d time.Duration) string {
+	switch {
+	case d >= time.Second:
+		return fmt.Sprintf("%.3gs", d.Seconds())
+	case d >= time.Millisecond:
+		return fmt.Sprintf("%.3gms", float64(d)/float64(time.Millisecond))
+	default:
+		return fmt.Sprintf("%.3gµs", float64(d)/float64(time.Microsecond))
+	}
+}
+
+// mib prints bytes in MiB.
+func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }

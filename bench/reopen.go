@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/subako/subako-runner/runtime"
+)
+
+// benchReopen uploads the Go-SDK guest package once (saving its artifact
+// and filling a compilation cache), then compares, each in a fresh
+// runtime as a new process would have: ReadArtifact + Open with the warm
+// cache, against ReadArtifact + Open with no cache (a cold compile of the
+// same metered module). The runs alternate.
+func benchReopen(ctx context.Context, o options, t *table) error {
+	dir, err := goPackage(o.work, "sdkgreet")
+	if err != nil {
+		return err
+	}
+	cache := filepath.Join(o.work, "reopen-cache")
+	store := filepath.Join(o.work, "reopen-artifact")
+
+	upRT, err := runtime.New(ctx, runtime.Config{CompilationCacheDir: cache})
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	pkg, err := upRT.Load(ctx, dir)
+	upload := time.Since(start)
+	if err != nil {
+		upRT.Close(ctx)
+		return err
+	}
+	err = pkg.Artifact().Save(store)
+	upRT.Close(ctx)
+	if err != nil {
+		return err
+	}
+	info, err := os.Stat(filepath.Join(dir, runtime.ModuleFile))
+	if err != nil {
+		return err
+	}
+
+	// open makes a fresh runtime (no cache when cacheDir is "") and times
+	// reading the artifact and opening the package; it then makes one call
+	// (untimed) to show the opened package works.
+	open := func(cacheDir string) (time.Duration, error) {
+		rt, err := runtime.New(ctx, runtime.Config{CompilationCacheDir: cacheDir})
+		if err != nil {
+			return 0, err
+		}
+		defer rt.Close(ctx)
+		start := time.Now()
+		a, err := runtime.ReadArtifact(store)
+		if err != nil {
+			return 0, err
+		}
+		p, err := rt.Open(ctx, a, dir)
+		if err != nil {
+			return 0, err
+		}
+		d := time.Since(start)
+		res, err := p.Call(ctx, runtime.CallRequest{Tool: "greet", Arguments: json.RawMessage(`{"name":"Ada"}`)})
+		if err != nil {
+			return 0, err
+		}
+		defer res.Release()
+		if res.Outcome != runtime.OutcomeOK {
+			return 0, fmt.Errorf("call after open: outcome %s crash %+v", res.Outcome, res.Crash)
+		}
+		return d, nil
+	}
+	var warm, cold []time.Duration
+	deadline := time.Now().Add(90 * time.Second)
+	for i := 0; (i < o.reopenRuns || i < o.coldRuns) && time.Now().Before(deadline); i++ {
+		if i < o.coldRuns {
+			d, err := open("")
+			if err != nil {
+				return fmt.Errorf("cold open: %w", err)
+			}
+			cold = append(cold, d)
+			logf("   cold compile + open: %v", d.Round(time.Millisecond))
+		}
+		if i < o.reopenRuns {
+			d, err := open(cache)
+			if err != nil {
+				return fmt.Errorf("warm open: %w", err)
+			}
+			warm = append(warm, d)
+			logf("   warm reopen: %v", d.Round(time.Millisecond))
+		}
+	}
+	w, c := quantile(warm, .5), quantile(cold, .5)
+	size := fmt.Sprintf("%.1f MB", float64(info.Size())/1e6)
+	t.add(fmt.Sprintf("SDK package (%s) reopen, warm cache (n=%d) vs cold compile (n=%d)", size, len(warm), len(cold)),
+		dur(w), dur(c), float64(w)/float64(c), "≤ 0.05×", float64(w) <= 0.05*float64(c))
+	t.add("SDK package upload (checks, metering, compile, discovery)", dur(upload), "", 0, "", false)
+	return nil
+}
