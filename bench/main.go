@@ -51,7 +51,7 @@ func main() {
 	flag.IntVar(&o.scaleRounds, "scale-rounds", 3, "calls/s rounds per GOMAXPROCS setting (interleaved)")
 	flag.IntVar(&o.reopenRuns, "reopen-runs", 5, "warm reopens of the stored SDK package")
 	flag.IntVar(&o.coldRuns, "cold-runs", 2, "cold compiles of the SDK package")
-	flag.IntVar(&o.fuelRuns, "fuel-runs", 5, "runs of each CPU-bound guest per mode")
+	flag.IntVar(&o.fuelRuns, "fuel-runs", 15, "runs of each CPU-bound guest per mode")
 	flag.Int64Var(&o.downloadBytes, "download-bytes", 1<<30, "size of the HTTP download")
 	flag.DurationVar(&o.timeout, "timeout", 8*time.Minute, "give up on the whole run after this long")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
