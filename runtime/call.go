@@ -184,18 +184,22 @@ func (p *Package) startCall(ctx context.Context, req CallRequest, tmp string, li
 	c.http = subakohttp.NewCall(subakohttp.CallConfig{
 		Policy: policy, Files: volumeFiles{mounts}, Budget: c.budget, Limits: lim, Logger: log,
 	})
-	c.s, err = p.rt.startSession(ctx, instanceConfig{
+	c.s = p.rt.startSession(ctx, instanceConfig{
 		compiled: p.checked.compiled,
 		limits:   lim,
 		deadline: deadline,
 		wasi:     wasi.Config{Mounts: mounts, Budget: c.budget},
 		http:     c.http,
 	}, log)
+	return c, nil
+}
+
+func openMounts(layout fsmount.Layout) (*fsmount.Set, error) {
+	mounts, err := layout.Mounts()
 	if err != nil {
-		mounts.Close()
 		return nil, err
 	}
-	return c, nil
+	return fsmount.Open(mounts)
 }
 
 // stats reads the resources the run used; call it after the instance ended.
@@ -226,6 +230,7 @@ func (p *Package) call(ctx context.Context, tool string, args json.RawMessage, r
 	}
 	defer c.mounts.Close()
 	s := c.s
+	defer s.abort() // a no-op after finish; releases the deadline timer on every path
 	msg, crash := s.request(protocol.MethodToolsCall, params)
 	if crash == nil {
 		res.Result = msg.Result

@@ -9,10 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/subako/subako-runner/fsmount"
-	"github.com/subako/subako-runner/hostmod/subakohttp"
 	"github.com/subako/subako-runner/protocol"
-	"github.com/subako/subako-runner/wasi"
 )
 
 // Package is a loaded package: checked, compiled and discovered. Its tool
@@ -103,27 +100,14 @@ func (rt *Runtime) Discover(ctx context.Context, c *Checked, path string) (*Pack
 	log := rt.log.With(zap.String("package", c.Source.displayName(path)))
 	started := time.Now()
 
-	layout := fsmount.Layout{}
-	if c.Source.HasAssets {
-		layout.Package = c.Source.Dir
-	}
-	mounts, err := openMounts(layout)
-	if err != nil {
-		return nil, err
-	}
-	defer mounts.Close()
-
-	s, err := rt.startSession(ctx, instanceConfig{
-		compiled: c.compiled,
-		limits:   lim,
-		deadline: started.Add(lim.DiscoveryTimeout),
-		wasi:     wasi.Config{Mounts: mounts},
-		http:     subakohttp.NewCall(subakohttp.CallConfig{Policy: subakohttp.DiscoveryPolicy(), Limits: lim, Logger: log}),
-	}, log)
-	if err != nil {
-		return nil, err
-	}
 	p := &Package{rt: rt, checked: c, name: c.Source.displayName(path)}
+	run, err := p.startCall(ctx, CallRequest{}, "", lim, true, log)
+	if err != nil {
+		return nil, err
+	}
+	defer run.mounts.Close()
+	s := run.s
+	defer s.abort() // a no-op after finish; releases the deadline timer on every path
 	tools, rej, crash := rt.discover(s, p)
 	if crash == nil && rej == nil {
 		crash = s.finish()
@@ -138,8 +122,8 @@ func (rt *Runtime) Discover(ctx context.Context, c *Checked, path string) (*Pack
 	p.Discovery.Duration = time.Since(started)
 	p.Discovery.Stderr = s.stderr.String()
 	p.Discovery.Notifications = s.notifications
-	p.Discovery.MemoryBytes = int64(s.memory.Peak())
-	p.Discovery.FuelUsed = s.fuel.Used()
+	st := run.stats()
+	p.Discovery.MemoryBytes, p.Discovery.FuelUsed = st.MemoryBytes, st.FuelUsed
 	if crash != nil {
 		log.Debug("discovery crashed", zap.String("crash", crash.Reason), zap.Duration("duration", p.Discovery.Duration))
 		return nil, &RejectedError{
@@ -210,12 +194,4 @@ func rejectedBy(err error) *RejectedError {
 		return &RejectedError{Rejections: []Rejection{{Code: perr.Code, Message: perr.Message}}}
 	}
 	return &RejectedError{Rejections: []Rejection{{Code: CodeDiscoveryFailed, Message: err.Error()}}}
-}
-
-func openMounts(layout fsmount.Layout) (*fsmount.Set, error) {
-	mounts, err := layout.Mounts()
-	if err != nil {
-		return nil, err
-	}
-	return fsmount.Open(mounts)
 }

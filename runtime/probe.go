@@ -86,6 +86,7 @@ func (p *Package) Probe(ctx context.Context, pr Probe, req CallRequest) (*ProbeR
 		return nil, err
 	}
 	defer c.mounts.Close()
+	defer c.s.abort() // a no-op after finish; releases the deadline timer on every path
 	res := &ProbeResult{}
 	var crash *Crash
 	for i := range lines {

@@ -41,7 +41,7 @@ type instanceConfig struct {
 	limits   limits.Limits
 	deadline time.Time
 	wasi     wasi.Config
-	http     *subakohttp.Call
+	http     *subakohttp.Call // nil: requests are refused as in discovery
 }
 
 // session drives one module instance over stdio: it writes one request at a
@@ -79,7 +79,7 @@ type session struct {
 
 // startSession instantiates the module and runs its _start on a new
 // goroutine. The caller must call finish (or abort) exactly once.
-func (rt *Runtime) startSession(parent context.Context, cfg instanceConfig, log *zap.Logger) (*session, error) {
+func (rt *Runtime) startSession(parent context.Context, cfg instanceConfig, log *zap.Logger) *session {
 	lim := cfg.limits
 	s := &session{
 		rt:        rt,
@@ -119,7 +119,7 @@ func (rt *Runtime) startSession(parent context.Context, cfg instanceConfig, log 
 		s.crash = s.newCrash(CrashOutOfMemory, err.Error())
 		s.exited = true
 		inst.Close()
-		return s, nil
+		return s
 	}
 	go func() {
 		err := rt.runInstance(ictx, cfg.compiled)
@@ -136,7 +136,7 @@ func (rt *Runtime) startSession(parent context.Context, cfg instanceConfig, log 
 		s.ended = time.Now()
 		s.done <- err
 	}()
-	return s, nil
+	return s
 }
 
 // runInstance instantiates the module (running any start section) and then
@@ -261,7 +261,7 @@ func (s *session) finish() *Crash {
 }
 
 // abort ends the instance after a crash the driver found (or a host error),
-// and waits for it to be gone.
+// and waits for it to be gone. It is safe to call again, and after finish.
 func (s *session) abort() {
 	defer s.stop()
 	if !s.exited {
