@@ -262,11 +262,16 @@ func TestCrashRules(t *testing.T) {
 		{"stderr_crash", CrashExitCode},
 		{"stderr_no_answer", CrashExitedBeforeResponse},
 	}
+	seen := map[string]bool{}
 	for _, tt := range tests {
+		// Under -short (the -race pass) one module per outcome exercises
+		// the session's concurrency; the variants run in the full pass.
+		variant := seen[tt.crash]
+		seen[tt.crash] = true
 		t.Run(tt.tool, func(t *testing.T) {
 			t.Parallel()
-			if strings.HasPrefix(tt.tool, "output_too_large") {
-				heavy(t) // tens of MiB through fd_write
+			if variant || strings.HasPrefix(tt.tool, "output_too_large") {
+				heavy(t) // a variant, or tens of MiB through fd_write
 			}
 			req := CallRequest{Tool: tt.tool}
 			if tt.crash == CrashTimeout {
@@ -407,9 +412,15 @@ func TestDiscoveryRules(t *testing.T) {
 		{"tools/list:not_jsonrpc", CodeDiscoveryFailed, CrashNotJSONRPC, 0},
 		{"tools/list:exited_before_response", CodeDiscoveryFailed, CrashExitedBeforeResponse, 0},
 	}
+	seen := map[string]bool{}
 	for _, tt := range tests {
+		variant := seen[tt.code+tt.crash]
+		seen[tt.code+tt.crash] = true
 		t.Run(strings.ReplaceAll(tt.mode, "/", "_"), func(t *testing.T) {
 			t.Parallel()
+			if variant {
+				heavy(t) // one module per outcome under -short
+			}
 			rt := rt
 			switch tt.mode {
 			case "slow_discovery":

@@ -216,6 +216,9 @@ func runFS(t *testing.T, wasm string, tc fsCase) {
 }
 
 func TestFileSystemGoGuest(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the C and Rust guests run the same table under -short; the Go guest is slow under -race")
+	}
 	wasm := testguest.Go(t, "../testdata/wasi/go/fsprobe")
 	for _, tc := range fsCases() {
 		t.Run(tc.name, func(t *testing.T) { runFS(t, wasm, tc) })

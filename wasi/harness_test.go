@@ -14,7 +14,19 @@ import (
 )
 
 // cache shares compiled guests between the tests of this package.
-var cache = wazero.NewCompilationCache()
+var cache = newTestCache()
+
+// newTestCache shares compiled code between the tests of this binary, and
+// with the other passes of make test through SUBAKO_TEST_COMPILATION_CACHE
+// (compiling a Go guest under -race takes seconds).
+func newTestCache() wazero.CompilationCache {
+	if dir := os.Getenv("SUBAKO_TEST_COMPILATION_CACHE"); dir != "" {
+		if c, err := wazero.NewCompilationCacheWithDir(dir); err == nil {
+			return c
+		}
+	}
+	return wazero.NewCompilationCache()
+}
 
 // syncBuffer is an io.Writer safe to read while the guest writes.
 type syncBuffer struct {

@@ -65,6 +65,9 @@ func runGo(t *testing.T, ctx context.Context, r wazero.Runtime, cm wazero.Compil
 // times its instructions, so an unlimited call used 1e11 fuel in 0.2 s
 // and a budget meant for seconds of work ran out in milliseconds.
 func TestRunawayGoGuestIsChargedWhatItRuns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real Go guests for seconds; the full pass runs it")
+	}
 	ctx := context.Background()
 	r, cm := goGuestRuntime(t, ctx, "spin")
 
@@ -107,6 +110,9 @@ func TestRunawayGoGuestIsChargedWhatItRuns(t *testing.T) {
 // anywhere (a stale cached counter written back, say) would show as a
 // difference.
 func TestGoGuestFuelDoesNotDependOnSlicing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real Go guests for seconds; the full pass runs it")
+	}
 	ctx := context.Background()
 	r, cm := goGuestRuntime(t, ctx, "cpu")
 	cfg := wazero.NewModuleConfig().WithEnv("ROUNDS", "1")
