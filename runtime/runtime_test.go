@@ -659,6 +659,9 @@ func TestFuelAndDeadline(t *testing.T) {
 	if res.Crash == nil || res.Crash.Reason != CrashOutOfFuel || res.Stats.FuelUsed != small.Fuel {
 		t.Fatalf("small budget: crash %+v fuel %d", res.Crash, res.Stats.FuelUsed)
 	}
+	if !strings.Contains(res.Crash.Stderr, "tools/call") {
+		t.Errorf("out_of_fuel crash without the stderr tail: %q", res.Crash.Stderr)
+	}
 
 	// With unlimited fuel only the deadline can stop it; the call returns
 	// within tens of ms of it.
@@ -669,6 +672,9 @@ func TestFuelAndDeadline(t *testing.T) {
 	res = call(t, pkg, CallRequest{Tool: "timeout", Limits: &quick})
 	if res.Crash == nil || res.Crash.Reason != CrashTimeout {
 		t.Fatalf("deadline: crash %+v fuel %d", res.Crash, res.Stats.FuelUsed)
+	}
+	if !strings.Contains(res.Crash.Stderr, "tools/call") {
+		t.Errorf("timeout crash without the stderr tail: %q", res.Crash.Stderr)
 	}
 	if res.Stats.FuelUsed == 0 {
 		t.Error("no fuel reported for 300 ms of a busy loop")

@@ -308,11 +308,11 @@ func TestRunToolchainGuests(t *testing.T) {
 			[]string{"write:/volume/tmp/c.txt:3 ok", "allocate:/volume/tmp/c.txt errno=58"}},
 		{"../../testdata/wasi/as/fsprobe.wasm",
 			[]string{"preopens", "write", "/volume/tmp/a.txt", "as", "ls", "/volume/tmp"},
-			[]string{"ok 3:/volume/tmp 4:/skills 5:/skills/alpha", "ok wrote 2", "a.txt"}},
+			[]string{"ok 3:/volume/tmp 4:/skills 5:/skills/alpha 6:/extra", "ok wrote 2", "a.txt"}},
 	}
 	for _, tt := range tests {
 		t.Run(filepath.Base(filepath.Dir(tt.module)), func(t *testing.T) {
-			args := append([]string{"run", "--tmp", tmp, "--skills", skills, tt.module}, tt.args...)
+			args := append([]string{"run", "--tmp", tmp, "--skills", skills, "--env", "PROBE=1", "--dir", t.TempDir() + "::/extra", tt.module}, tt.args...)
 			code, out, errOut := cli(t, "", args...)
 			if code != 0 {
 				t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
