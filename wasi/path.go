@@ -258,27 +258,9 @@ func pathFilestatSetTimes(_ context.Context, in *Instance, mod api.Module, p []u
 }
 
 func pathLink(_ context.Context, in *Instance, mod api.Module, p []uint64) Errno {
-	a, errno := in.dirFor(uint32(p[0]), RightPathLinkSource)
-	if errno != ErrnoSuccess {
-		return errno
-	}
-	b, errno := in.dirFor(uint32(p[4]), RightPathLinkTarget)
-	if errno != ErrnoSuccess {
-		return errno
-	}
-	m := memOf(mod)
-	oldName, errno := readPath(m, uint32(p[2]), uint32(p[3]))
-	if errno != ErrnoSuccess {
-		return errno
-	}
-	newName, errno := readPath(m, uint32(p[5]), uint32(p[6]))
-	if errno != ErrnoSuccess {
-		return errno
-	}
-	if a.readOnly || b.readOnly {
-		return ErrnoRofs
-	}
-	root, oldName, newName, errno := in.twoDirs(a, oldName, b, newName)
+	root, oldName, newName, errno := in.twoWritablePaths(mod,
+		pathArg{fd: uint32(p[0]), right: RightPathLinkSource, ptr: uint32(p[2]), len: uint32(p[3])},
+		pathArg{fd: uint32(p[4]), right: RightPathLinkTarget, ptr: uint32(p[5]), len: uint32(p[6])})
 	if errno != ErrnoSuccess {
 		return errno
 	}
@@ -366,31 +348,48 @@ func pathUnlinkFile(_ context.Context, in *Instance, mod api.Module, p []uint64)
 }
 
 func pathRename(_ context.Context, in *Instance, mod api.Module, p []uint64) Errno {
-	a, errno := in.dirFor(uint32(p[0]), RightPathRenameSource)
-	if errno != ErrnoSuccess {
-		return errno
-	}
-	b, errno := in.dirFor(uint32(p[3]), RightPathRenameTarget)
-	if errno != ErrnoSuccess {
-		return errno
-	}
-	m := memOf(mod)
-	oldName, errno := readPath(m, uint32(p[1]), uint32(p[2]))
-	if errno != ErrnoSuccess {
-		return errno
-	}
-	newName, errno := readPath(m, uint32(p[4]), uint32(p[5]))
-	if errno != ErrnoSuccess {
-		return errno
-	}
-	if a.readOnly || b.readOnly {
-		return ErrnoRofs
-	}
-	root, oldName, newName, errno := in.twoDirs(a, oldName, b, newName)
+	root, oldName, newName, errno := in.twoWritablePaths(mod,
+		pathArg{fd: uint32(p[0]), right: RightPathRenameSource, ptr: uint32(p[1]), len: uint32(p[2])},
+		pathArg{fd: uint32(p[3]), right: RightPathRenameTarget, ptr: uint32(p[4]), len: uint32(p[5])})
 	if errno != ErrnoSuccess {
 		return errno
 	}
 	return errnoOf(root.Rename(oldName, newName))
+}
+
+// pathArg is one (directory fd, path) operand of path_link or path_rename.
+type pathArg struct {
+	fd    uint32
+	right uint64
+	ptr   uint32
+	len   uint32
+}
+
+// twoWritablePaths resolves the two operands of path_link and path_rename:
+// both directories must hold their rights and be writable, and both paths
+// must lie in one mount (twoDirs), in whose root they are returned.
+func (in *Instance) twoWritablePaths(mod api.Module, from, to pathArg) (*os.Root, string, string, Errno) {
+	a, errno := in.dirFor(from.fd, from.right)
+	if errno != ErrnoSuccess {
+		return nil, "", "", errno
+	}
+	b, errno := in.dirFor(to.fd, to.right)
+	if errno != ErrnoSuccess {
+		return nil, "", "", errno
+	}
+	m := memOf(mod)
+	oldName, errno := readPath(m, from.ptr, from.len)
+	if errno != ErrnoSuccess {
+		return nil, "", "", errno
+	}
+	newName, errno := readPath(m, to.ptr, to.len)
+	if errno != ErrnoSuccess {
+		return nil, "", "", errno
+	}
+	if a.readOnly || b.readOnly {
+		return nil, "", "", ErrnoRofs
+	}
+	return in.twoDirs(a, oldName, b, newName)
 }
 
 // pathSymlink creates a symbolic link. Following links is always confined
