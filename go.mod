@@ -3,11 +3,14 @@ module github.com/subako/subako-runner
 go 1.26.0
 
 require (
-	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
-	github.com/tetratelabs/wazero v1.12.0 // indirect
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
+	github.com/tetratelabs/wazero v1.12.0
+	go.uber.org/zap v1.28.0
+	golang.org/x/net v0.62.0
+)
+
+require (
 	go.uber.org/multierr v1.10.0 // indirect
-	go.uber.org/zap v1.28.0 // indirect
-	golang.org/x/net v0.62.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
 )
