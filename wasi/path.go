@@ -27,6 +27,17 @@ func (in *Instance) dirFor(fd uint32, right uint64) (*fdEntry, Errno) {
 
 // readPath reads a guest path relative to a directory descriptor. Absolute
 // paths name no directory descriptor's contents: ENOTCAPABLE, like "..".
+// dirPath resolves a path operand: the directory fd must hold the right,
+// and the path must be readable from guest memory.
+func (in *Instance) dirPath(m memory, a pathArg) (*fdEntry, string, Errno) {
+	dir, errno := in.dirFor(a.fd, a.right)
+	if errno != ErrnoSuccess {
+		return nil, "", errno
+	}
+	name, errno := readPath(m, a.ptr, a.len)
+	return dir, name, errno
+}
+
 func readPath(m memory, ptr, n uint32) (string, Errno) {
 	s, ok := m.str(ptr, n)
 	switch {
@@ -76,12 +87,8 @@ func (in *Instance) twoDirs(a *fdEntry, oldPath string, b *fdEntry, newPath stri
 }
 
 func pathOpen(_ context.Context, in *Instance, mod api.Module, p []uint64) Errno {
-	dir, errno := in.dirFor(uint32(p[0]), RightPathOpen)
-	if errno != ErrnoSuccess {
-		return errno
-	}
 	m := memOf(mod)
-	name, errno := readPath(m, uint32(p[2]), uint32(p[3]))
+	dir, name, errno := in.dirPath(m, pathArg{fd: uint32(p[0]), right: RightPathOpen, ptr: uint32(p[2]), len: uint32(p[3])})
 	if errno != ErrnoSuccess {
 		return errno
 	}
@@ -182,11 +189,7 @@ func pathOpen(_ context.Context, in *Instance, mod api.Module, p []uint64) Errno
 }
 
 func pathCreateDirectory(_ context.Context, in *Instance, mod api.Module, p []uint64) Errno {
-	dir, errno := in.dirFor(uint32(p[0]), RightPathCreateDirectory)
-	if errno != ErrnoSuccess {
-		return errno
-	}
-	name, errno := readPath(memOf(mod), uint32(p[1]), uint32(p[2]))
+	dir, name, errno := in.dirPath(memOf(mod), pathArg{fd: uint32(p[0]), right: RightPathCreateDirectory, ptr: uint32(p[1]), len: uint32(p[2])})
 	if errno != ErrnoSuccess {
 		return errno
 	}
@@ -197,12 +200,8 @@ func pathCreateDirectory(_ context.Context, in *Instance, mod api.Module, p []ui
 }
 
 func pathFilestatGet(_ context.Context, in *Instance, mod api.Module, p []uint64) Errno {
-	dir, errno := in.dirFor(uint32(p[0]), RightPathFilestatGet)
-	if errno != ErrnoSuccess {
-		return errno
-	}
 	m := memOf(mod)
-	name, errno := readPath(m, uint32(p[2]), uint32(p[3]))
+	dir, name, errno := in.dirPath(m, pathArg{fd: uint32(p[0]), right: RightPathFilestatGet, ptr: uint32(p[2]), len: uint32(p[3])})
 	if errno != ErrnoSuccess {
 		return errno
 	}
@@ -226,11 +225,7 @@ func pathFilestatGet(_ context.Context, in *Instance, mod api.Module, p []uint64
 }
 
 func pathFilestatSetTimes(_ context.Context, in *Instance, mod api.Module, p []uint64) Errno {
-	dir, errno := in.dirFor(uint32(p[0]), RightPathFilestatSetTimes)
-	if errno != ErrnoSuccess {
-		return errno
-	}
-	name, errno := readPath(memOf(mod), uint32(p[2]), uint32(p[3]))
+	dir, name, errno := in.dirPath(memOf(mod), pathArg{fd: uint32(p[0]), right: RightPathFilestatSetTimes, ptr: uint32(p[2]), len: uint32(p[3])})
 	if errno != ErrnoSuccess {
 		return errno
 	}
@@ -277,12 +272,8 @@ func pathLink(_ context.Context, in *Instance, mod api.Module, p []uint64) Errno
 }
 
 func pathReadlink(_ context.Context, in *Instance, mod api.Module, p []uint64) Errno {
-	dir, errno := in.dirFor(uint32(p[0]), RightPathReadlink)
-	if errno != ErrnoSuccess {
-		return errno
-	}
 	m := memOf(mod)
-	name, errno := readPath(m, uint32(p[1]), uint32(p[2]))
+	dir, name, errno := in.dirPath(m, pathArg{fd: uint32(p[0]), right: RightPathReadlink, ptr: uint32(p[1]), len: uint32(p[2])})
 	if errno != ErrnoSuccess {
 		return errno
 	}
@@ -299,11 +290,7 @@ func pathReadlink(_ context.Context, in *Instance, mod api.Module, p []uint64) E
 }
 
 func pathRemoveDirectory(_ context.Context, in *Instance, mod api.Module, p []uint64) Errno {
-	dir, errno := in.dirFor(uint32(p[0]), RightPathRemoveDirectory)
-	if errno != ErrnoSuccess {
-		return errno
-	}
-	name, errno := readPath(memOf(mod), uint32(p[1]), uint32(p[2]))
+	dir, name, errno := in.dirPath(memOf(mod), pathArg{fd: uint32(p[0]), right: RightPathRemoveDirectory, ptr: uint32(p[1]), len: uint32(p[2])})
 	if errno != ErrnoSuccess {
 		return errno
 	}
@@ -322,11 +309,7 @@ func pathRemoveDirectory(_ context.Context, in *Instance, mod api.Module, p []ui
 }
 
 func pathUnlinkFile(_ context.Context, in *Instance, mod api.Module, p []uint64) Errno {
-	dir, errno := in.dirFor(uint32(p[0]), RightPathUnlinkFile)
-	if errno != ErrnoSuccess {
-		return errno
-	}
-	name, errno := readPath(memOf(mod), uint32(p[1]), uint32(p[2]))
+	dir, name, errno := in.dirPath(memOf(mod), pathArg{fd: uint32(p[0]), right: RightPathUnlinkFile, ptr: uint32(p[1]), len: uint32(p[2])})
 	if errno != ErrnoSuccess {
 		return errno
 	}
@@ -357,7 +340,7 @@ func pathRename(_ context.Context, in *Instance, mod api.Module, p []uint64) Err
 	return errnoOf(root.Rename(oldName, newName))
 }
 
-// pathArg is one (directory fd, path) operand of path_link or path_rename.
+// pathArg is one (directory fd, path) operand of a path_* function.
 type pathArg struct {
 	fd    uint32
 	right uint64
@@ -369,20 +352,12 @@ type pathArg struct {
 // both directories must hold their rights and be writable, and both paths
 // must lie in one mount (twoDirs), in whose root they are returned.
 func (in *Instance) twoWritablePaths(mod api.Module, from, to pathArg) (*os.Root, string, string, Errno) {
-	a, errno := in.dirFor(from.fd, from.right)
-	if errno != ErrnoSuccess {
-		return nil, "", "", errno
-	}
-	b, errno := in.dirFor(to.fd, to.right)
-	if errno != ErrnoSuccess {
-		return nil, "", "", errno
-	}
 	m := memOf(mod)
-	oldName, errno := readPath(m, from.ptr, from.len)
+	a, oldName, errno := in.dirPath(m, from)
 	if errno != ErrnoSuccess {
 		return nil, "", "", errno
 	}
-	newName, errno := readPath(m, to.ptr, to.len)
+	b, newName, errno := in.dirPath(m, to)
 	if errno != ErrnoSuccess {
 		return nil, "", "", errno
 	}
