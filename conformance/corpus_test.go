@@ -108,18 +108,7 @@ func expected(m map[string]conformance.Status, id string) (string, conformance.S
 var compiledCache string
 
 func TestMain(m *testing.M) {
-	if dir := os.Getenv("SUBAKO_TEST_COMPILATION_CACHE"); dir != "" {
-		compiledCache = dir
-		os.Exit(m.Run())
-	}
-	dir, err := os.MkdirTemp("", "subako-conformance-test-cache-")
-	if err != nil {
-		panic(err)
-	}
-	compiledCache = dir
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(testguest.RunWithCompilationCache(m, &compiledCache))
 }
 
 // buildPackage assembles the entry's package in a temporary directory.

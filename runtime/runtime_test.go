@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -25,21 +24,7 @@ const guests = "../testdata/guests/"
 var compiledCache string
 
 func TestMain(m *testing.M) {
-	// make test sets SUBAKO_TEST_COMPILATION_CACHE so that its -race pass
-	// reuses the machine code of the plain pass: the code is the same, and
-	// compiling under -race is slow.
-	if dir := os.Getenv("SUBAKO_TEST_COMPILATION_CACHE"); dir != "" {
-		compiledCache = dir
-		os.Exit(m.Run())
-	}
-	dir, err := os.MkdirTemp("", "subako-runtime-test-cache-")
-	if err != nil {
-		panic(err)
-	}
-	compiledCache = dir
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(testguest.RunWithCompilationCache(m, &compiledCache))
 }
 
 // heavy skips a test in -short mode: make test's -race pass runs the
@@ -64,20 +49,7 @@ func newRuntime(t testing.TB, lim *limits.Limits) *Runtime {
 
 // makePackage assembles a package directory from a module and assets.
 func makePackage(t testing.TB, module string, assets map[string]string) string {
-	t.Helper()
-	dir := t.TempDir()
-	b, err := os.ReadFile(module)
-	if err != nil {
-		t.Fatal(err)
-	}
-	files := map[string]string{ManifestFile: `{"abi":1,"name":"test"}`, ModuleFile: string(b)}
-	for k, v := range assets {
-		files[k] = v
-	}
-	for name, content := range files {
-		writeFile(t, filepath.Join(dir, name), content)
-	}
-	return dir
+	return testguest.Package(t, module, "test", assets)
 }
 
 func load(t testing.TB, rt *Runtime, dir string) *Package {

@@ -30,24 +30,7 @@ func cli(t *testing.T, stdin string, args ...string) (int, string, string) {
 
 // pkgDir builds a package directory around a Go guest.
 func pkgDir(t *testing.T, guest string, assets map[string]string) string {
-	t.Helper()
-	b, err := os.ReadFile(testguest.Go(t, guests+guest))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	files := map[string]string{"subako-package.json": `{"abi":1,"name":"` + guest + `"}`, "module.wasm": string(b)}
-	for k, v := range assets {
-		files[k] = v
-	}
-	for name, content := range files {
-		p := filepath.Join(dir, name)
-		os.MkdirAll(filepath.Dir(p), 0o755)
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
+	return testguest.Package(t, testguest.Go(t, guests+guest), guest, assets)
 }
 
 func decode(t *testing.T, out string) map[string]any {

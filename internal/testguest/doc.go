@@ -3,5 +3,7 @@
 // the sources, the Go version and the build flags, so a test run pays for
 // each guest's link step only the first time.
 //
-// It is test support: nothing outside _test.go files imports it.
+// It also assembles package directories for tests and shares a compilation
+// cache between the passes of make test. It is test support: only tests and
+// the bench/ harness import it.
 package testguest
