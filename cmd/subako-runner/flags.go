@@ -219,7 +219,7 @@ func credentialValue(e *env, value string) func(context.Context) (string, bool) 
 	return func(context.Context) (string, bool) { return value, true }
 }
 
-// parseInterspersed parses flags, then positional arguments; flags come
+// parseArgs parses flags, then positional arguments; flags come
 // before positional arguments and "--" ends them (cli.md).
 func parseArgs(fs *flag.FlagSet, args []string, min, max int) ([]string, error) {
 	if err := fs.Parse(args); err != nil {
@@ -233,7 +233,7 @@ func parseArgs(fs *flag.FlagSet, args []string, min, max int) ([]string, error) 
 	return rest, nil
 }
 
-// newRuntime builds the runtime with the given limits and logger.
+// newRuntimeConfig builds the runtime configuration from the flags.
 func newRuntimeConfig(o *options, e *env) (runtime.Config, error) {
 	lim, err := o.limits()
 	if err != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -78,9 +77,6 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "\nRun 'subako-runner COMMAND --help' for a command's flags.")
 	fmt.Fprintln(w, "Exit status: 0 ok, 1 tool error, 2 usage or host error, 3 module crashed, 4 package rejected.")
 }
-
-// errUsage marks an error as the caller's mistake (exit status 2 with usage).
-var errUsage = errors.New("usage")
 
 func fail(e *env, format string, a ...any) int {
 	fmt.Fprintf(e.stderr, "subako-runner: "+format+"\n", a...)
