@@ -2,6 +2,7 @@ package wasi
 
 import (
 	"context"
+	"errors"
 	"io/fs"
 	"os"
 	"path"
@@ -148,8 +149,21 @@ func pathOpen(_ context.Context, in *Instance, mod api.Module, p []uint64) Errno
 	if trunc {
 		flag |= os.O_TRUNC
 	}
+	// A file this open creates is a new directory entry for the budget.
+	charged := false
+	if creat {
+		if _, err := dir.root.Stat(name); excl || errors.Is(err, fs.ErrNotExist) {
+			if !in.reserveEntry(0) {
+				return ErrnoDquot
+			}
+			charged = true
+		}
+	}
 	f, err := dir.root.OpenFile(name, flag, 0o644)
 	if err != nil {
+		if charged {
+			in.refundEntry(0)
+		}
 		return errnoOf(err)
 	}
 	info, err := f.Stat()
@@ -196,7 +210,17 @@ func pathCreateDirectory(_ context.Context, in *Instance, mod api.Module, p []ui
 	if dir.readOnly {
 		return ErrnoRofs
 	}
-	return errnoOf(dir.root.Mkdir(name, 0o755))
+	if !in.reserveEntry(0) {
+		if _, err := dir.root.Lstat(name); err == nil {
+			return ErrnoExist
+		}
+		return ErrnoDquot
+	}
+	err := dir.root.Mkdir(name, 0o755)
+	if err != nil {
+		in.refundEntry(0)
+	}
+	return errnoOf(err)
 }
 
 func pathFilestatGet(_ context.Context, in *Instance, mod api.Module, p []uint64) Errno {
@@ -252,7 +276,7 @@ func pathFilestatSetTimes(_ context.Context, in *Instance, mod api.Module, p []u
 	return errnoOf(dir.root.Chtimes(name, a, mt))
 }
 
-func pathLink(_ context.Context, in *Instance, mod api.Module, p []uint64) Errno {
+func pathLink(ctx context.Context, in *Instance, mod api.Module, p []uint64) Errno {
 	root, oldName, newName, errno := in.twoWritablePaths(mod,
 		pathArg{fd: uint32(p[0]), right: RightPathLinkSource, ptr: uint32(p[2]), len: uint32(p[3])},
 		pathArg{fd: uint32(p[4]), right: RightPathLinkTarget, ptr: uint32(p[5]), len: uint32(p[6])})
@@ -268,7 +292,17 @@ func pathLink(_ context.Context, in *Instance, mod api.Module, p []uint64) Errno
 			return ErrnoNotsup
 		}
 	}
-	return errnoOf(root.Link(oldName, newName))
+	if errno := in.checkMove(ctx, uint32(p[0]), root, oldName, newName, false); errno != ErrnoSuccess {
+		return errno
+	}
+	if !in.reserveEntry(0) {
+		return ErrnoDquot
+	}
+	err := root.Link(oldName, newName)
+	if err != nil {
+		in.refundEntry(0)
+	}
+	return errnoOf(err)
 }
 
 func pathReadlink(_ context.Context, in *Instance, mod api.Module, p []uint64) Errno {
@@ -330,11 +364,14 @@ func pathUnlinkFile(_ context.Context, in *Instance, mod api.Module, p []uint64)
 	return errnoOf(dir.root.Remove(name))
 }
 
-func pathRename(_ context.Context, in *Instance, mod api.Module, p []uint64) Errno {
+func pathRename(ctx context.Context, in *Instance, mod api.Module, p []uint64) Errno {
 	root, oldName, newName, errno := in.twoWritablePaths(mod,
 		pathArg{fd: uint32(p[0]), right: RightPathRenameSource, ptr: uint32(p[1]), len: uint32(p[2])},
 		pathArg{fd: uint32(p[3]), right: RightPathRenameTarget, ptr: uint32(p[4]), len: uint32(p[5])})
 	if errno != ErrnoSuccess {
+		return errno
+	}
+	if errno := in.checkMove(ctx, uint32(p[0]), root, oldName, newName, true); errno != ErrnoSuccess {
 		return errno
 	}
 	return errnoOf(root.Rename(oldName, newName))
@@ -368,8 +405,9 @@ func (in *Instance) twoWritablePaths(mod api.Module, from, to pathArg) (*os.Root
 }
 
 // pathSymlink creates a symbolic link. Following links is always confined
-// by os.Root; refusing targets that are absolute or lexically leave the
-// mount keeps the mount's contents meaningful to the host as well.
+// by os.Root; the rule of links.go (checkNewLink) keeps every link inside
+// its mount for the host as well. The new entry and its target's length are
+// charged to the write budget.
 func pathSymlink(_ context.Context, in *Instance, mod api.Module, p []uint64) Errno {
 	dir, errno := in.dirFor(uint32(p[2]), RightPathSymlink)
 	if errno != ErrnoSuccess {
@@ -391,8 +429,16 @@ func pathSymlink(_ context.Context, in *Instance, mod api.Module, p []uint64) Er
 		return ErrnoNoent
 	case strings.IndexByte(target, 0) >= 0:
 		return ErrnoInval
-	case path.IsAbs(target) || lexEscapes(joinRel(path.Dir(joinRel(dir.rel, name)), target)):
-		return ErrnoNotcapable
 	}
-	return errnoOf(dir.root.Symlink(target, name))
+	if errno := in.checkNewLink(dir, target, name); errno != ErrnoSuccess {
+		return errno
+	}
+	if !in.reserveEntry(len(target)) {
+		return ErrnoDquot
+	}
+	err := dir.root.Symlink(target, name)
+	if err != nil {
+		in.refundEntry(len(target))
+	}
+	return errnoOf(err)
 }
