@@ -219,3 +219,64 @@ func TestSymlinkMovedByRenameOrLinkIsCheckedAgain(t *testing.T) {
 	}
 	assertConfined(t, mount)
 }
+
+func TestNewEntriesAreChargedToTheWriteBudget(t *testing.T) {
+	l := limits.Default()
+	l.MaxEntries = 6
+	budget := limits.NewCallBudget(l)
+	h, mount := linkBench(t, budget)
+	open := func(name string, oflags uint16) Errno {
+		p, n := h.str(0, name)
+		errno, _ := h.call(h.ctx, pathOpen, 3, 1, p, n, uint64(oflags), RightFdRead|RightFdWrite, 0, 0, 100)
+		return errno
+	}
+	const e = limits.EntryCost
+	steps := []struct {
+		name          string
+		do            func() Errno
+		want          Errno
+		entries, used int64
+	}{
+		{"a directory", func() Errno { return h.mkdir(3, "d") }, ErrnoSuccess, 1, e},
+		{"the same directory again", func() Errno { return h.mkdir(3, "d") }, ErrnoExist, 1, e},
+		{"a link pays its target too", func() Errno { return h.symlink("d/../../../../x", 3, "bad") }, ErrnoNotcapable, 1, e},
+		{"a link", func() Errno { return h.symlink("x", 3, "s") }, ErrnoSuccess, 2, 2*e + 1},
+		{"a file created by path_open", func() Errno { return open("f", oflagCreat) }, ErrnoSuccess, 3, 3*e + 1},
+		{"opening it again with O_CREAT", func() Errno { return open("f", oflagCreat|oflagTrunc) }, ErrnoSuccess, 3, 3*e + 1},
+		{"O_EXCL on it", func() Errno { return open("f", oflagCreat|oflagExcl) }, ErrnoExist, 3, 3*e + 1},
+		{"opening without O_CREAT", func() Errno { return open("x", 0) }, ErrnoSuccess, 3, 3*e + 1},
+		{"a hard link", func() Errno { return h.link(3, "f", 3, "g") }, ErrnoSuccess, 4, 4*e + 1},
+		{"a rename makes nothing", func() Errno { return h.rename(3, "g", 3, "h") }, ErrnoSuccess, 4, 4*e + 1},
+		{"a file through a dangling link", func() Errno {
+			h.symlink("made-by-open", 3, "dangling")
+			return open("dangling", oflagCreat)
+		}, ErrnoSuccess, 6, 6*e + 1 + 12},
+		{"past the cap", func() Errno { return h.mkdir(3, "d2") }, ErrnoDquot, 6, 6*e + 1 + 12},
+		{"past the cap, an existing name", func() Errno { return h.mkdir(3, "d") }, ErrnoExist, 6, 6*e + 1 + 12},
+		{"past the cap, a link", func() Errno { return h.symlink("x", 3, "s2") }, ErrnoDquot, 6, 6*e + 1 + 12},
+		{"past the cap, a file", func() Errno { return open("f2", oflagCreat) }, ErrnoDquot, 6, 6*e + 1 + 12},
+		{"past the cap, a hard link", func() Errno { return h.link(3, "f", 3, "g2") }, ErrnoDquot, 6, 6*e + 1 + 12},
+	}
+	for _, s := range steps {
+		got := s.do()
+		if got != s.want || budget.Entries() != s.entries || budget.Used() != s.used {
+			t.Errorf("%s: errno %d, entries %d, used %d; want %d, %d, %d", s.name, got, budget.Entries(), budget.Used(), s.want, s.entries, s.used)
+		}
+	}
+	for _, n := range []string{"d2", "s2", "f2", "g2"} {
+		if _, err := os.Lstat(filepath.Join(mount, n)); err == nil {
+			t.Errorf("%s was created past the cap", n)
+		}
+	}
+	// Bytes run out before the cap does: an entry costs EntryCost.
+	small := limits.Default()
+	small.WriteBudget = e + 100
+	b2 := limits.NewCallBudget(small)
+	h2, _ := linkBench(t, b2)
+	if got := h2.mkdir(3, "a"); got != ErrnoSuccess {
+		t.Fatalf("first directory: %d", got)
+	}
+	if got := h2.symlink("x", 3, "l"); got != ErrnoDquot || b2.Used() != e {
+		t.Fatalf("a link over the bytes left: errno %d, used %d", got, b2.Used())
+	}
+}
