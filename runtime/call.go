@@ -100,13 +100,15 @@ type Result struct {
 	removeTmp bool
 }
 
-// Release removes the call's /volume/tmp when the runtime created it.
+// Release removes the call's /volume/tmp when the runtime created it. An
+// error means the directory (or part of it) is still on disk; it names the
+// directory and wraps the cause.
 func (r *Result) Release() error {
 	if !r.removeTmp || r.TmpDir == "" {
 		return nil
 	}
 	r.removeTmp = false
-	return os.RemoveAll(r.TmpDir)
+	return fsmount.RemoveAll(r.TmpDir)
 }
 
 // Call runs one tools/call in a fresh instance. An error means the host
@@ -180,7 +182,7 @@ func (p *Package) startCall(ctx context.Context, req CallRequest, tmp string, li
 		return nil, err
 	}
 	c.mounts = mounts
-	c.budget = limits.NewWriteBudget(lim.WriteBudget)
+	c.budget = limits.NewCallBudget(lim)
 	c.http = subakohttp.NewCall(subakohttp.CallConfig{
 		Policy: policy, Files: volumeFiles{mounts}, Budget: c.budget, Limits: lim, Logger: log,
 	})

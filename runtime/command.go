@@ -81,7 +81,7 @@ func (rt *Runtime) RunCommand(ctx context.Context, path string, cmd Command) (*C
 	}
 	defer mounts.Close()
 
-	budget := limits.NewWriteBudget(lim.WriteBudget)
+	budget := limits.NewCallBudget(lim)
 	policy := cmd.Network
 	if policy == nil {
 		policy = denyAll
