@@ -83,21 +83,33 @@ func (in *Instance) dirDepth(root *os.Root, mount int, dir string) (int, Errno) 
 	if fi, err := d.Stat(); err != nil || !fi.IsDir() {
 		return 0, ErrnoNotdir
 	}
+	rel, ok := in.mountRel(d, mount)
+	if !ok || rel == "." {
+		return 0, ErrnoSuccess
+	}
+	return strings.Count(rel, "/") + 1, ErrnoSuccess
+}
+
+// mountRel is the kernel's path of the open directory d relative to the
+// root of mount ("." for the root itself), when the host can tell.
+func (in *Instance) mountRel(d *os.File, mount int) (string, bool) {
 	m, err := in.cfg.Mounts.Root(mount).Open(".")
 	if err != nil {
-		return 0, errnoOf(err)
+		return "", false
 	}
 	defer m.Close()
 	dp, ok := hostPath(d)
 	mp, mok := hostPath(m)
-	if !ok || !mok {
-		return 0, ErrnoSuccess
-	}
 	mp = strings.TrimSuffix(mp, "/")
-	if dp == mp || !strings.HasPrefix(dp, mp+"/") {
-		return 0, ErrnoSuccess
+	switch {
+	case !ok || !mok:
+		return "", false
+	case dp == mp:
+		return ".", true
+	case strings.HasPrefix(dp, mp+"/"):
+		return dp[len(mp)+1:], true
 	}
-	return strings.Count(dp[len(mp)+1:], "/") + 1, ErrnoSuccess
+	return "", false
 }
 
 // checkNewLink checks a path_symlink of target at name beneath dir.
@@ -226,4 +238,19 @@ func (in *Instance) refundEntry(extra int) {
 	if in.cfg.Budget != nil {
 		in.cfg.Budget.RefundEntry(int64(extra))
 	}
+}
+
+// realRel is the path of directory descriptor e relative to its mount's
+// root as the directory is now, which a rename since its opening changes;
+// where the host cannot tell, the path it was opened by.
+func (in *Instance) realRel(e *fdEntry) string {
+	d, err := e.root.Open(".")
+	if err != nil {
+		return e.rel
+	}
+	defer d.Close()
+	if rel, ok := in.mountRel(d, e.mount); ok {
+		return rel
+	}
+	return e.rel
 }

@@ -84,7 +84,9 @@ func (in *Instance) twoDirs(a *fdEntry, oldPath string, b *fdEntry, newPath stri
 	if lexEscapes(oldPath) || lexEscapes(newPath) {
 		return nil, "", "", ErrnoNotcapable
 	}
-	return in.mountRoot(a), joinRel(a.rel, oldPath), joinRel(b.rel, newPath), ErrnoSuccess
+	// Each directory's real path, not the one it was opened by: it may
+	// have been renamed since, and another directory may have its old name.
+	return in.mountRoot(a), joinRel(in.realRel(a), oldPath), joinRel(in.realRel(b), newPath), ErrnoSuccess
 }
 
 func pathOpen(_ context.Context, in *Instance, mod api.Module, p []uint64) Errno {

@@ -280,3 +280,34 @@ func TestNewEntriesAreChargedToTheWriteBudget(t *testing.T) {
 		t.Fatalf("a link over the bytes left: errno %d, used %d", got, b2.Used())
 	}
 }
+
+// TestTwoDescriptorsFollowTheirDirectories renames through a descriptor
+// whose directory moved, with a decoy at its old name: the operation acts
+// in the directory the descriptor names, not at the path it was opened by.
+func TestTwoDescriptorsFollowTheirDirectories(t *testing.T) {
+	h, mount := linkBench(t, nil)
+	h.mkdir(3, "p")
+	must := func(what string, e Errno) {
+		t.Helper()
+		if e != ErrnoSuccess {
+			t.Fatalf("%s: errno %d", what, e)
+		}
+	}
+	p, n := h.str(0, "p/x")
+	errno, _ := h.call(h.ctx, pathOpen, 3, 1, p, n, uint64(oflagCreat), RightFdWrite, 0, 0, 100)
+	must("create p/x", errno)
+	fd := openDir(t, h, "p")
+	must("move p to q", h.rename(3, "p", 3, "q"))
+	must("decoy p", h.mkdir(3, "p"))
+	must("decoy p/x", h.mkdir(3, "p/x"))
+	must("rename through the moved descriptor", h.rename(fd, "x", 3, "y"))
+	must("link through the moved descriptor", h.link(3, "y", fd, "z"))
+	for _, want := range []string{"y", "q/z", "p/x"} {
+		if _, err := os.Lstat(filepath.Join(mount, want)); err != nil {
+			t.Errorf("%s: %v", want, err)
+		}
+	}
+	if fi, err := os.Lstat(filepath.Join(mount, "y")); err == nil && fi.IsDir() {
+		t.Error("the decoy was moved instead of the descriptor's file")
+	}
+}
