@@ -125,11 +125,15 @@ func parseRequest(doc []byte, maxSize int64, p *Policy) (*parsedRequest, *Error)
 				return nil, invalid("the value of header %q contains characters not allowed in headers (such as line breaks)", name)
 			}
 			folded := foldHeader(name)
+			shown := fmt.Sprintf("%q", truncate(folded))
+			if folded != strings.ToLower(name) {
+				shown = fmt.Sprintf("%q (which servers may read as %q)", truncate(name), truncate(folded))
+			}
 			if p.credentialHeader(folded) {
-				return nil, errorf(KindCredentialHeader, fmt.Sprintf("the module may not set the %q header (servers read it as %q): credentials are injected by the host from the function's allowlist; remove it from the request", name, folded))
+				return nil, errorf(KindCredentialHeader, fmt.Sprintf("the module may not set the %s header: credentials are injected by the host from the function's allowlist; remove it from the request", shown))
 			}
 			if framingHeader(folded) {
-				return nil, invalid("the %q header is managed by the host (servers may read it as %q); remove it from the request", name, folded)
+				return nil, invalid("the %s header is managed by the host; remove it from the request", shown)
 			}
 			r.headers = append(r.headers, [2]string{name, v})
 		}
@@ -248,9 +252,10 @@ func checkURL(u *url.URL) (*url.URL, normHost, int, *Error) {
 }
 
 // encodeQuery percent-encodes the bytes of a raw query that may not stand
-// in a request line — space, '"', '<', '>' and non-ASCII bytes, the ones a
-// browser encodes (WHATWG URL's query percent-encode set) — so a space can
-// never end the request target early ("GET /?x http://other/ HTTP/1.1").
+// in a request line — space, '"', '<', '>' and non-ASCII bytes, as browsers
+// encode them (WHATWG URL's query percent-encode set; '#' cannot occur in a
+// query, and '\'' is left as written) — so a space can never end the request
+// target early ("GET /?x http://other/ HTTP/1.1").
 // Everything else, '%' escapes included, is sent as the guest wrote it. ok
 // is false for control characters, which url.Parse already refuses; the
 // check stands here too because redirect targets arrive through it.

@@ -643,6 +643,9 @@ func TestGuestHeadersCannotShadowCredentials(t *testing.T) {
 			continue
 		}
 		wantKind(t, r, tc.want)
+		if folded := strings.ReplaceAll(strings.ToLower(tc.header), "_", "-"); !strings.Contains(r.Error.Message, `"`+folded+`"`) {
+			t.Errorf("%s: the message does not name %q: %s", tc.header, folded, r.Error.Message)
+		}
 	}
 	if n := srv.hits.Load(); n != 2 {
 		t.Fatalf("server reached %d times, want 2 (the allowed headers only)", n)
