@@ -253,9 +253,9 @@ func checkURL(u *url.URL) (*url.URL, normHost, int, *Error) {
 
 // encodeQuery percent-encodes the bytes of a raw query that may not stand
 // in a request line — space, '"', '<', '>' and non-ASCII bytes, as browsers
-// encode them (WHATWG URL's query percent-encode set; '#' cannot occur in a
-// query, and the apostrophe is left as written) — so a space can never end the request
-// target early ("GET /?x http://other/ HTTP/1.1").
+// encode them (WHATWG URL's query percent-encode set; '#' cannot occur in
+// a query, and the apostrophe is left as written) — so a space can never
+// end the request target early ("GET /?x http://other/ HTTP/1.1").
 // Everything else, '%' escapes included, is sent as the guest wrote it. ok
 // is false for control characters, which url.Parse already refuses; the
 // check stands here too because redirect targets arrive through it.
