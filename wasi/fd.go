@@ -69,11 +69,21 @@ func fdAdvise(_ context.Context, in *Instance, _ api.Module, p []uint64) Errno {
 	return ErrnoSuccess // advice is only a hint
 }
 
-// fdAllocate is ENOTSUP by ABI 1: preallocation would grow files outside the
-// write budget's accounting of bytes written.
+// fdAllocate is ENOTSUP on files by ABI 1: preallocation would grow files
+// outside the write budget's accounting of bytes written. A descriptor that
+// is no file at all fails first, as fallocate(2) does: EBADF for a
+// directory, ESPIPE for stdio.
 func fdAllocate(_ context.Context, in *Instance, _ api.Module, p []uint64) Errno {
-	if _, errno := in.get(uint32(p[0])); errno != ErrnoSuccess {
+	e, errno := in.get(uint32(p[0]))
+	switch {
+	case errno != ErrnoSuccess:
 		return errno
+	case e.kind == kindDir:
+		return ErrnoBadf
+	case e.isStdio():
+		return ErrnoSpipe
+	case e.base&RightFdAllocate == 0:
+		return ErrnoNotcapable
 	}
 	return ErrnoNotsup
 }

@@ -2,6 +2,7 @@ package wasi
 
 import (
 	"context"
+	"errors"
 	"io/fs"
 	"os"
 	"path"
@@ -242,7 +243,10 @@ func pathFilestatSetTimes(_ context.Context, in *Instance, mod api.Module, p []u
 			return errnoOf(err)
 		}
 		if info.Mode()&fs.ModeSymlink != 0 {
-			return ErrnoNotsup
+			if uint16(p[6]) == 0 {
+				return ErrnoSuccess
+			}
+			return errnoOf(lchtimes(dir.root, name, a, mt))
 		}
 	}
 	if uint16(p[6]) == 0 {
@@ -265,7 +269,9 @@ func pathLink(_ context.Context, in *Instance, mod api.Module, p []uint64) Errno
 			return errnoOf(err)
 		}
 		if info.Mode()&fs.ModeSymlink != 0 {
-			return ErrnoNotsup
+			// os.Root cannot link what a symbolic link names (linkat
+			// with AT_SYMLINK_FOLLOW); EINVAL, as wasmtime answers.
+			return ErrnoInval
 		}
 	}
 	return errnoOf(root.Link(oldName, newName))
@@ -337,7 +343,17 @@ func pathRename(_ context.Context, in *Instance, mod api.Module, p []uint64) Err
 	if errno != ErrnoSuccess {
 		return errno
 	}
-	return errnoOf(root.Rename(oldName, newName))
+	err := root.Rename(oldName, newName)
+	if errors.Is(err, fs.ErrExist) && isDirAt(root, newName) {
+		err = renameOntoDir(root, oldName, newName)
+	}
+	return errnoOf(err)
+}
+
+// isDirAt reports whether name is a directory itself (not a link to one).
+func isDirAt(root *os.Root, name string) bool {
+	info, err := root.Lstat(strings.TrimRight(name, "/"))
+	return err == nil && info.IsDir()
 }
 
 // pathArg is one (directory fd, path) operand of a path_* function.
