@@ -71,6 +71,10 @@ type Instance struct {
 	max    int
 	closed chan struct{}
 	once   sync.Once
+
+	// beforePollWait, when set (by tests), runs in poll_oneoff between
+	// the readiness check and the wait: the window of a lost wake-up.
+	beforePollWait func()
 }
 
 // NewInstance makes the state of one module instance.

@@ -69,6 +69,19 @@ func (s *Stdin) state() (buffered int, eof bool, wake <-chan struct{}) {
 	return len(s.buf), s.closed && len(s.buf) == 0, s.wake
 }
 
+// stdinState is what a reader would see at one instant, with the channel
+// closed at the first change after it.
+type stdinState struct {
+	buffered int
+	eof      bool
+	wake     <-chan struct{}
+}
+
+func (s *Stdin) snapshot() stdinState {
+	n, eof, wake := s.state()
+	return stdinState{n, eof, wake}
+}
+
 // readInto fills bufs from the buffer without blocking.
 func (s *Stdin) readInto(bufs [][]byte) int {
 	if s == nil {
