@@ -43,6 +43,9 @@
 //   - path_rename onto an existing directory behaves as rename(2): a
 //     directory replaces an empty one, a file gets EISDIR (renameat on
 //     Linux; os.Root alone refuses every such rename with EEXIST).
+//   - fd_readdir yields ".", "..", then the entries in the host
+//     directory's order (not sorted: sorting would need the whole listing
+//     in host memory); a cookie is the index of the next entry.
 //   - The DSYNC/RSYNC/SYNC fdflags are recorded, not honoured; fd_sync and
 //     fd_datasync call fsync.
 //   - path_open opens only regular files and directories (anything else a

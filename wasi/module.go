@@ -228,11 +228,18 @@ func rd32(b []byte) uint32 {
 }
 func rd64(b []byte) uint64 { return uint64(rd32(b)) | uint64(rd32(b[4:]))<<32 }
 
-// iovecs resolves an iovec array to guest byte views; any buffer out of
-// range is EFAULT before anything is read or written.
+// maxIovecs is the most iovecs one fd_read, fd_write, fd_pread or
+// fd_pwrite takes, as POSIX's IOV_MAX (1024 on Linux and in wasi-libc);
+// more is EINVAL, as readv(2) answers, before any is looked at. The host
+// then holds at most 1024 views of guest memory per call, whatever count
+// the guest passes.
+const maxIovecs = 1024
+
+// iovecs resolves an iovec array to guest byte views (no copies); any
+// buffer out of range is EFAULT before anything is read or written.
 func (m memory) iovecs(ptr, n uint32) ([][]byte, uint64, Errno) {
-	if uint64(n)*sizeIovec > uint64(^uint32(0)) {
-		return nil, 0, ErrnoFault
+	if n > maxIovecs {
+		return nil, 0, ErrnoInval
 	}
 	arr, ok := m.slice(ptr, n*sizeIovec)
 	if !ok {

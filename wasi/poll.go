@@ -7,6 +7,16 @@ import (
 	"github.com/tetratelabs/wazero/api"
 )
 
+// maxSubscriptions is the most subscriptions one poll_oneoff takes; more
+// is EINVAL, as poll(2) answers for more descriptors than a process may
+// open. A guest has at most Config.MaxFiles (default 1024) descriptors,
+// each worth a read and a write subscription, and a handful of clocks:
+// 4096 is twice what that needs, and it bounds the host's copy of the
+// subscriptions and events of one call to 4096*(40+32) bytes (under 300
+// KiB), whatever count the guest passes. A bound from guest memory would
+// not do: 256 MiB holds 5.6M subscriptions.
+const maxSubscriptions = 4096
+
 type subscription struct {
 	userdata uint64
 	tag      uint8
@@ -21,11 +31,8 @@ type subscription struct {
 func pollOneoff(ctx context.Context, in *Instance, mod api.Module, p []uint64) Errno {
 	m := memOf(mod)
 	inPtr, outPtr, n, neventsPtr := uint32(p[0]), uint32(p[1]), uint32(p[2]), uint32(p[3])
-	if n == 0 {
+	if n == 0 || n > maxSubscriptions {
 		return ErrnoInval
-	}
-	if uint64(n)*sizeSubscription > uint64(^uint32(0)) {
-		return ErrnoFault
 	}
 	raw, ok := m.slice(inPtr, n*sizeSubscription)
 	if !ok || !m.ok(outPtr, n*sizeEvent) || !m.ok(neventsPtr, 4) {
