@@ -2,12 +2,16 @@ package wasi
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
 	"testing"
+	"time"
 
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/sys"
 )
 
@@ -354,4 +358,55 @@ func TestReaddirHoldsNoListing(t *testing.T) {
 	if len(seen) != entries+2 || !seen["."] || !seen[".."] || !seen["entry-with-a-longish-name-000000"] {
 		t.Fatalf("listed %d names, want %d", len(seen), entries+2)
 	}
+}
+
+// TestFloodingGuestEndsAtItsDeadline runs the real attack module
+// (testdata/wasi/wat/stdio_flood.wat: fd_write of 1,024 overlapping 1 MiB
+// iovecs in an endless loop) in plain wazero, where nothing but the host
+// function can stop it: the instance must end with the deadline's exit
+// code, and the host must allocate nothing in proportion to the 1 GiB
+// each call names.
+func TestFloodingGuestEndsAtItsDeadline(t *testing.T) {
+	bin, err := os.ReadFile("../testdata/wasi/wat/stdio_flood.wasm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	r := wazero.NewRuntime(ctx)
+	defer r.Close(ctx)
+	if _, err := Instantiate(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	compiled, err := r.CompileModule(ctx, bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &countingWriter{}
+	in := NewInstance(Config{Stderr: w})
+	defer in.Close()
+	// Any deadline would do; the assertion is on how the run ended and
+	// what it cost, not on when.
+	dctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	var runErr error
+	alloc := allocated(func() {
+		var mod api.Module
+		mod, runErr = r.InstantiateModule(WithInstance(dctx, in), compiled, wazero.NewModuleConfig().WithName(""))
+		if mod != nil {
+			mod.Close(ctx)
+		}
+	})
+	var exit *sys.ExitError
+	if !errors.As(runErr, &exit) || exit.ExitCode() != sys.ExitCodeDeadlineExceeded {
+		t.Fatalf("the flood ended with %v, want the deadline's exit code", runErr)
+	}
+	if w.bytes == 0 || w.largest > ioChunk {
+		t.Errorf("stderr got %d bytes in Writes of up to %d; want some, in chunks of at most %d", w.bytes, w.largest, ioChunk)
+	}
+	// Compiling and instantiating costs a few MiB; a copy of one call's
+	// iovecs would cost 1 GiB.
+	if alloc > 64*mib {
+		t.Errorf("the flood allocated %d bytes on the host", alloc)
+	}
+	t.Logf("%d fd_writes moved %d bytes; the host allocated %d bytes", w.bytes/DefaultMaxStdioWrite, w.bytes, alloc)
 }

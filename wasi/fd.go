@@ -473,9 +473,9 @@ func checkContext(ctx context.Context, mod api.Module) {
 // readFile reads into bufs in order, at the current position (off < 0) or
 // at off, in chunks of ioChunk with the context checked before each,
 // stopping at the first short read.
-func readFile(ctx context.Context, mod api.Module, f *os.File, bufs [][]byte, off int64) (int, error) {
+func readFile(ctx context.Context, mod api.Module, f *os.File, bufs iovecList, off int64) (int, error) {
 	total := 0
-	for _, buf := range bufs {
+	for buf := range bufs.all() {
 		for len(buf) > 0 {
 			checkContext(ctx, mod)
 			b := buf[:min(len(buf), ioChunk)]
@@ -583,13 +583,13 @@ func fdWrite(ctx context.Context, in *Instance, mod api.Module, p []uint64) Errn
 // bytes and returns the count written, a short write the guest's libc
 // retries. The context is checked before each Write; a Write error ends
 // the instance with ExitCodeAborted.
-func (in *Instance) writeStdio(ctx context.Context, mod api.Module, w io.Writer, bufs [][]byte) uint32 {
+func (in *Instance) writeStdio(ctx context.Context, mod api.Module, w io.Writer, bufs iovecList) uint32 {
 	limit := in.cfg.MaxStdioWrite
 	if limit <= 0 {
 		limit = DefaultMaxStdioWrite
 	}
 	var n int64
-	for _, buf := range bufs {
+	for buf := range bufs.all() {
 		for len(buf) > 0 && n < limit {
 			checkContext(ctx, mod)
 			c := int(min(int64(len(buf)), ioChunk, limit-n))
@@ -641,7 +641,7 @@ func fdPwrite(ctx context.Context, in *Instance, mod api.Module, p []uint64) Err
 // bytes written plus any hole created past the current end of file. Bytes
 // go from guest memory in chunks of ioChunk, the context checked before
 // each; an instance ended there is refunded what it did not write.
-func (in *Instance) writeFile(ctx context.Context, mod api.Module, e *fdEntry, bufs [][]byte, total uint64, off int64) (int, Errno) {
+func (in *Instance) writeFile(ctx context.Context, mod api.Module, e *fdEntry, bufs iovecList, total uint64, off int64) (int, Errno) {
 	if e.readOnly {
 		return 0, ErrnoRofs
 	}
@@ -694,7 +694,7 @@ func (in *Instance) writeFile(ctx context.Context, mod api.Module, e *fdEntry, b
 		}
 	}
 write:
-	for _, buf := range bufs {
+	for buf := range bufs.all() {
 		for len(buf) > 0 {
 			if ctx.Err() != nil {
 				settle()

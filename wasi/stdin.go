@@ -83,14 +83,14 @@ func (s *Stdin) snapshot() stdinState {
 }
 
 // readInto fills bufs from the buffer without blocking.
-func (s *Stdin) readInto(bufs [][]byte) int {
+func (s *Stdin) readInto(bufs iovecList) int {
 	if s == nil {
 		return 0
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := 0
-	for _, b := range bufs {
+	for b := range bufs.all() {
 		c := copy(b, s.buf)
 		s.buf = s.buf[c:]
 		n += c
