@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/subako/subako-runner/limits"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/sys"
@@ -409,4 +410,13 @@ func TestFloodingGuestEndsAtItsDeadline(t *testing.T) {
 		t.Errorf("the flood allocated %d bytes on the host", alloc)
 	}
 	t.Logf("%d fd_writes moved %d bytes; the host allocated %d bytes", w.bytes/DefaultMaxStdioWrite, w.bytes, alloc)
+}
+
+// TestDefaultMaxStdioWriteIsTheDefaultLine keeps the documented link: a
+// guest writing one whole line of the longest size accepted never sees a
+// short write.
+func TestDefaultMaxStdioWriteIsTheDefaultLine(t *testing.T) {
+	if got, want := int64(DefaultMaxStdioWrite), limits.Default().StdoutLine; got != want {
+		t.Fatalf("DefaultMaxStdioWrite %d, the default stdout line limit %d", got, want)
+	}
 }
