@@ -420,3 +420,34 @@ func TestDefaultMaxStdioWriteIsTheDefaultLine(t *testing.T) {
 		t.Fatalf("DefaultMaxStdioWrite %d, the default stdout line limit %d", got, want)
 	}
 }
+
+// TestGuestSizedCountsCostTheHostNothing is the attack at full size: a
+// 256 MiB guest holds 30M (zeroed) iovecs or 5.6M subscriptions. The host
+// copied ~3x that before; now it refuses the count before looking.
+func TestGuestSizedCountsCostTheHostNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("grows a guest memory to 270 MB")
+	}
+	h := newHostBench(t)
+	growTo(t, h, 270_000_000)
+	file := openFile(t, h, "file", RightFdRead|RightFdWrite)
+	tests := []struct {
+		name string
+		fn   hostFunc
+		args []uint64
+	}{
+		{"fd_read of 30M iovecs", fdRead, []uint64{file, 0, 30_000_000, 16}},
+		{"fd_write of 30M iovecs", fdWrite, []uint64{1, 0, 30_000_000, 16}},
+		{"poll_oneoff of 5.6M subscriptions", pollOneoff, []uint64{0, 0, 5_600_000, 16}},
+	}
+	for _, tt := range tests {
+		var errno Errno
+		alloc := allocated(func() { errno, _ = h.call(h.ctx, tt.fn, tt.args...) })
+		if errno != ErrnoInval {
+			t.Errorf("%s: errno %d, want EINVAL", tt.name, errno)
+		}
+		if alloc > 64<<10 {
+			t.Errorf("%s: the host allocated %d bytes", tt.name, alloc)
+		}
+	}
+}
