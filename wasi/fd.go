@@ -462,8 +462,12 @@ func fdRead(ctx context.Context, in *Instance, mod api.Module, p []uint64) Errno
 // whole guest memory) stops soon after the deadline.
 const ioChunk = 1 << 20
 
-// checkContext ends the instance if the call's context is done; host
-// functions that loop call it between steps.
+// checkContext ends the instance if the call's context is done. Host
+// functions that loop call it after each step (a chunk of ioChunk bytes,
+// a chunk of directory entries), so a call does at most one step past the
+// deadline: a small write just at the deadline still lands (a crash
+// report then keeps its last stderr line), a large one stops after 1 MiB.
+// The fuel meter ends a guest looping over small calls.
 func checkContext(ctx context.Context, mod api.Module) {
 	if ctx.Err() != nil {
 		exitForContext(ctx, mod)
@@ -471,13 +475,12 @@ func checkContext(ctx context.Context, mod api.Module) {
 }
 
 // readFile reads into bufs in order, at the current position (off < 0) or
-// at off, in chunks of ioChunk with the context checked before each,
+// at off, in chunks of ioChunk with the context checked after each,
 // stopping at the first short read.
 func readFile(ctx context.Context, mod api.Module, f *os.File, bufs iovecList, off int64) (int, error) {
 	total := 0
 	for buf := range bufs.all() {
 		for len(buf) > 0 {
-			checkContext(ctx, mod)
 			b := buf[:min(len(buf), ioChunk)]
 			var n int
 			var err error
@@ -497,6 +500,7 @@ func readFile(ctx context.Context, mod api.Module, f *os.File, bufs iovecList, o
 				return total, nil
 			}
 			buf = buf[n:]
+			checkContext(ctx, mod)
 		}
 	}
 	return total, nil
@@ -581,7 +585,7 @@ func fdWrite(ctx context.Context, in *Instance, mod api.Module, p []uint64) Errn
 // iovec (or ioChunk of it) at a time, never concatenated: overlapping
 // iovecs cost the host no memory. It stops after in.cfg.MaxStdioWrite
 // bytes and returns the count written, a short write the guest's libc
-// retries. The context is checked before each Write; a Write error ends
+// retries. The context is checked after each Write; a Write error ends
 // the instance with ExitCodeAborted.
 func (in *Instance) writeStdio(ctx context.Context, mod api.Module, w io.Writer, bufs iovecList) uint32 {
 	limit := in.cfg.MaxStdioWrite
@@ -591,13 +595,13 @@ func (in *Instance) writeStdio(ctx context.Context, mod api.Module, w io.Writer,
 	var n int64
 	for buf := range bufs.all() {
 		for len(buf) > 0 && n < limit {
-			checkContext(ctx, mod)
 			c := int(min(int64(len(buf)), ioChunk, limit-n))
 			if _, err := w.Write(buf[:c]); err != nil {
 				exit(ctx, mod, ExitCodeAborted)
 			}
 			n += int64(c)
 			buf = buf[c:]
+			checkContext(ctx, mod)
 		}
 	}
 	return uint32(n)
@@ -639,7 +643,7 @@ func fdPwrite(ctx context.Context, in *Instance, mod api.Module, p []uint64) Err
 // writeFile writes bufs at the current position, at the end (APPEND), or at
 // off (off >= 0). The budget is charged all or nothing before writing:
 // bytes written plus any hole created past the current end of file. Bytes
-// go from guest memory in chunks of ioChunk, the context checked before
+// go from guest memory in chunks of ioChunk, the context checked after
 // each; an instance ended there is refunded what it did not write.
 func (in *Instance) writeFile(ctx context.Context, mod api.Module, e *fdEntry, bufs iovecList, total uint64, off int64) (int, Errno) {
 	if e.readOnly {
@@ -696,10 +700,6 @@ func (in *Instance) writeFile(ctx context.Context, mod api.Module, e *fdEntry, b
 write:
 	for buf := range bufs.all() {
 		for len(buf) > 0 {
-			if ctx.Err() != nil {
-				settle()
-				exitForContext(ctx, mod)
-			}
 			b := buf[:min(len(buf), ioChunk)]
 			var n int
 			if off < 0 {
@@ -712,6 +712,10 @@ write:
 				break write
 			}
 			buf = buf[n:]
+			if ctx.Err() != nil {
+				settle()
+				exitForContext(ctx, mod)
+			}
 		}
 	}
 	settle()

@@ -93,7 +93,7 @@ func clockTimeGet(_ context.Context, in *Instance, mod api.Module, p []uint64) E
 }
 
 // randomGet fills guest memory in place, in chunks of ioChunk with the
-// context checked before each: up to the whole memory costs CPU, not
+// context checked after each: up to the whole memory costs CPU, not
 // host memory.
 func randomGet(ctx context.Context, _ *Instance, mod api.Module, p []uint64) Errno {
 	b, ok := memOf(mod).slice(uint32(p[0]), uint32(p[1]))
@@ -101,12 +101,12 @@ func randomGet(ctx context.Context, _ *Instance, mod api.Module, p []uint64) Err
 		return ErrnoFault
 	}
 	for len(b) > 0 {
-		checkContext(ctx, mod)
 		c := min(len(b), ioChunk)
 		if _, err := rand.Read(b[:c]); err != nil {
 			return ErrnoIo
 		}
 		b = b[c:]
+		checkContext(ctx, mod)
 	}
 	return ErrnoSuccess
 }

@@ -81,7 +81,7 @@ func (r *dirReader) next() error {
 
 // seek makes cookie fall in the window, reading forward (or again from the
 // start) as needed; ok is false past the last entry. Reading forward
-// checks the context before each chunk.
+// checks the context after each chunk.
 func (r *dirReader) seek(ctx context.Context, mod api.Module, root *os.Root, cookie uint64) (ok bool, err error) {
 	if r.f == nil || cookie < r.start {
 		if err := r.rewind(root); err != nil {
@@ -92,10 +92,10 @@ func (r *dirReader) seek(ctx context.Context, mod api.Module, root *os.Root, coo
 		if r.eof {
 			return false, nil
 		}
-		checkContext(ctx, mod)
 		if err := r.next(); err != nil {
 			return false, err
 		}
+		checkContext(ctx, mod)
 	}
 	return true, nil
 }
