@@ -400,6 +400,21 @@ func TestReaddirHoldsNoListing(t *testing.T) {
 	if len(seen) != entries+2 || !seen["."] || !seen[".."] || !seen["entry-with-a-longish-name-000000"] {
 		t.Fatalf("listed %d names, want %d", len(seen), entries+2)
 	}
+	// A listing read to its end holds no host descriptor; one being read
+	// holds one.
+	if e, _ := h.in.get(uint32(fds[7])); e.dir.f != nil {
+		t.Error("a directory listed to its end still holds a host descriptor")
+	}
+	if e, _ := h.in.get(uint32(fds[8])); e.dir.f == nil {
+		t.Error("a directory being listed holds no host descriptor")
+	}
+	// Read again from the start, the listing is whole again.
+	if errno, _ := h.call(h.ctx, fdReaddir, fds[7], 1000, 4096, 0, 996); errno != ErrnoSuccess {
+		t.Fatal(errno)
+	}
+	if used, _ := m.u32(996); used != 4096 {
+		t.Fatalf("re-read from cookie 0: bufused %d", used)
+	}
 }
 
 // TestFloodingGuestEndsAtItsDeadline runs the real attack module

@@ -43,6 +43,10 @@
 //   - path_rename onto an existing directory behaves as rename(2): a
 //     directory replaces an empty one, a file gets EISDIR (renameat on
 //     Linux; os.Root alone refuses every such rename with EEXIST).
+//   - Per call, at most 1024 iovecs (fd_read, fd_write, fd_pread,
+//     fd_pwrite) and 4096 poll_oneoff subscriptions; more is EINVAL. One
+//     fd_write to stdout or stderr moves at most Config.MaxStdioWrite
+//     bytes and reports a short count beyond it.
 //   - fd_readdir yields ".", "..", then the entries in the host
 //     directory's order (not sorted: sorting would need the whole listing
 //     in host memory); a cookie is the index of the next entry.

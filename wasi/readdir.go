@@ -23,9 +23,10 @@ type dirent struct {
 // chunk read (window), whose first entry has cookie start. Cookies number
 // the entries in the order the host directory yields them: 0 is ".", 1 is
 // "..", then 2, 3, ... The host never holds a whole listing: a descriptor
-// costs at most dirChunk entries and the handle's read buffer (8 KiB), so
-// all the descriptors of an instance together stay within MaxFiles times
-// that, however large the directories.
+// costs at most dirChunk entries and, while its listing is being read, one
+// host descriptor and its read buffer (8 KiB), so all the descriptors of
+// an instance together stay within MaxFiles times that, however large the
+// directories.
 type dirReader struct {
 	f      *os.File
 	start  uint64
@@ -33,11 +34,16 @@ type dirReader struct {
 	eof    bool
 }
 
+// close drops the handle and the position: the next read starts afresh.
 func (r *dirReader) close() {
-	if r != nil && r.f != nil {
+	if r == nil {
+		return
+	}
+	if r.f != nil {
 		r.f.Close()
 		r.f = nil
 	}
+	r.eof = false
 }
 
 // rewind reopens the directory: the listing then reflects its current
@@ -73,7 +79,11 @@ func (r *dirReader) next() error {
 		r.window = append(r.window, dirent{de.Name(), ino, fileType(info.Mode())})
 	}
 	if err == io.EOF || len(entries) == 0 {
+		// The last chunk stays for cookies in it; the host descriptor
+		// goes, so a listing read to its end holds none.
 		r.eof = true
+		r.f.Close()
+		r.f = nil
 		return nil
 	}
 	return err
@@ -83,7 +93,7 @@ func (r *dirReader) next() error {
 // start) as needed; ok is false past the last entry. Reading forward
 // checks the context after each chunk.
 func (r *dirReader) seek(ctx context.Context, mod api.Module, root *os.Root, cookie uint64) (ok bool, err error) {
-	if r.f == nil || cookie < r.start {
+	if (r.f == nil && !r.eof) || cookie < r.start {
 		if err := r.rewind(root); err != nil {
 			return false, err
 		}
