@@ -99,6 +99,7 @@ func (rt *Runtime) RunCommand(ctx context.Context, path string, cmd Command) (*C
 	inst := wasi.NewInstance(wasi.Config{
 		Args: cmd.Args, Env: cmd.Env, Stdin: stdin, Stdout: stdout,
 		Stderr: io.MultiWriter(stderr, tail), Mounts: mounts, Budget: budget,
+		MaxStdioWrite: lim.StdoutLine,
 	})
 	defer inst.Close()
 

@@ -268,7 +268,10 @@ func pathFilestatSetTimes(_ context.Context, in *Instance, mod api.Module, p []u
 			return errnoOf(err)
 		}
 		if info.Mode()&fs.ModeSymlink != 0 {
-			return ErrnoNotsup
+			if uint16(p[6]) == 0 {
+				return ErrnoSuccess
+			}
+			return errnoOf(lchtimes(dir.root, name, a, mt))
 		}
 	}
 	if uint16(p[6]) == 0 {
@@ -291,7 +294,9 @@ func pathLink(ctx context.Context, in *Instance, mod api.Module, p []uint64) Err
 			return errnoOf(err)
 		}
 		if info.Mode()&fs.ModeSymlink != 0 {
-			return ErrnoNotsup
+			// os.Root cannot link what a symbolic link names (linkat
+			// with AT_SYMLINK_FOLLOW); EINVAL, as wasmtime answers.
+			return ErrnoInval
 		}
 	}
 	if errno := in.checkMove(ctx, uint32(p[0]), root, oldName, newName, false); errno != ErrnoSuccess {
@@ -376,7 +381,17 @@ func pathRename(ctx context.Context, in *Instance, mod api.Module, p []uint64) E
 	if errno := in.checkMove(ctx, uint32(p[0]), root, oldName, newName, true); errno != ErrnoSuccess {
 		return errno
 	}
-	return errnoOf(root.Rename(oldName, newName))
+	err := root.Rename(oldName, newName)
+	if errors.Is(err, fs.ErrExist) && isDirAt(root, newName) {
+		err = renameOntoDir(root, oldName, newName)
+	}
+	return errnoOf(err)
+}
+
+// isDirAt reports whether name is a directory itself (not a link to one).
+func isDirAt(root *os.Root, name string) bool {
+	info, err := root.Lstat(strings.TrimRight(name, "/"))
+	return err == nil && info.IsDir()
 }
 
 // pathArg is one (directory fd, path) operand of a path_* function.
