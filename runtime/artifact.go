@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/tetratelabs/wazero"
 	"go.uber.org/zap"
 
 	"github.com/subako/subako-runner/internal/fuel"
@@ -191,17 +192,63 @@ func (rt *Runtime) Open(ctx context.Context, a *Artifact, path string) (*Package
 	if a.Format != ArtifactFormat {
 		return nil, fmt.Errorf("the artifact has format %d; this runner (%s) opens format %d: upload the package again", a.Format, Version, ArtifactFormat)
 	}
-	src, err := ReadSource(path, rt.limits.ModuleSize)
-	if err != nil {
-		return nil, err
+	// The package is read and hashed on its own goroutine while wazero
+	// loads a stored metered module this host vouches for: on two cores the
+	// hash of a 14 MB module.wasm then adds nothing to Open. Nothing is
+	// returned, let alone run, before both are verified.
+	type read struct {
+		src  *Source
+		hash [sha256.Size]byte
+		err  error
 	}
-	hash := sha256.Sum256(src.Module)
-	if src.Module == nil || hex.EncodeToString(hash[:]) != a.ModuleSHA256 {
-		return nil, fmt.Errorf("%s: module.wasm does not match the artifact (sha256 %s, artifact %s): the package changed since its upload", path, hex.EncodeToString(hash[:]), a.ModuleSHA256)
+	reading := make(chan read, 1)
+	go func() {
+		src, err := ReadSource(path, rt.limits.ModuleSize)
+		r := read{src: src, err: err}
+		if err == nil && src.Module != nil {
+			r.hash = sha256.Sum256(src.Module)
+		}
+		reading <- r
+	}()
+	verify := func() (*Source, [sha256.Size]byte, error) {
+		r := <-reading
+		if r.err != nil {
+			return nil, r.hash, r.err
+		}
+		if r.src.Module == nil || hex.EncodeToString(r.hash[:]) != a.ModuleSHA256 {
+			return nil, r.hash, fmt.Errorf("%s: module.wasm does not match the artifact (sha256 %s, artifact %s): the package changed since its upload", path, hex.EncodeToString(r.hash[:]), a.ModuleSHA256)
+		}
+		return r.src, r.hash, nil
 	}
-	metered, how, err := rt.meteredFor(a, src.Module, hash)
+	var (
+		src      *Source
+		hash     [sha256.Size]byte
+		metered  []byte
+		how      string
+		compiled wazero.CompiledModule
+		err      error
+	)
+	if rt.vouchesFor(a) {
+		metered, how = a.Metered, MeteringStored
+		compiled, err = rt.wz.CompileModule(ctx, metered)
+		var verr error
+		if src, hash, verr = verify(); verr != nil {
+			if err == nil {
+				compiled.Close(ctx)
+			}
+			return nil, verr
+		}
+	} else {
+		if src, hash, err = verify(); err != nil {
+			return nil, err
+		}
+		if metered, how, err = rt.meterAgain(a, src.Module, hash); err != nil {
+			return nil, err
+		}
+		compiled, err = rt.wz.CompileModule(ctx, metered)
+	}
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("compiling the artifact's module: %w", err)
 	}
 	src.Manifest, src.HasAssets = a.Manifest, a.HasAssets
 	tools := make([]protocol.Tool, len(a.Tools))
@@ -210,11 +257,8 @@ func (rt *Runtime) Open(ctx context.Context, a *Artifact, path string) (*Package
 	}
 	set, problems := protocol.ValidateTools(tools, 0)
 	if len(problems) > 0 {
+		compiled.Close(ctx)
 		return nil, fmt.Errorf("the artifact's tool list does not validate: %v", problems[0])
-	}
-	compiled, err := rt.wz.CompileModule(ctx, metered)
-	if err != nil {
-		return nil, fmt.Errorf("compiling the artifact's module: %w", err)
 	}
 	p := &Package{
 		rt:      rt,
@@ -267,13 +311,26 @@ type Opened struct {
 	Duration time.Duration
 }
 
-// meteredFor returns the metered module Open runs for the artifact, whose
-// module.wasm (with SHA-256 hash) was already verified against it, and how
-// it was obtained.
-func (rt *Runtime) meteredFor(a *Artifact, module []byte, hash [sha256.Size]byte) ([]byte, string, error) {
-	if a.Metering == fuel.MeteringVersion && rt.meterings.has(hash, fuel.MeteringVersion, a.meteredSum()) {
-		return a.Metered, MeteringStored, nil
+// vouchesFor reports whether the artifact's metered module may run as
+// stored: this host recorded deriving exactly it (by SHA-256) from the
+// module.wasm the artifact names, at this runner's metering version. Open
+// still checks that the package's module.wasm is that module.
+func (rt *Runtime) vouchesFor(a *Artifact) bool {
+	var module [sha256.Size]byte
+	b, err := hex.DecodeString(a.ModuleSHA256)
+	if err != nil || len(b) != len(module) {
+		return false
 	}
+	copy(module[:], b)
+	return a.Metering == fuel.MeteringVersion && rt.meterings.has(module, fuel.MeteringVersion, a.meteredSum())
+}
+
+// meterAgain meters module.wasm (already verified against the artifact,
+// with SHA-256 hash) for an artifact this host does not vouch for, and
+// says how the result relates to the stored one: at the artifact's own
+// metering version they must be equal (MeteringVerified), at another the
+// result replaces it (MeteringRederived).
+func (rt *Runtime) meterAgain(a *Artifact, module []byte, hash [sha256.Size]byte) ([]byte, string, error) {
 	metered, err := fuel.Instrument(module)
 	if err != nil {
 		return nil, "", fmt.Errorf("module.wasm cannot be metered: %v", err)
