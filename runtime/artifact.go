@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/subako/subako-runner/internal/fuel"
+	"github.com/subako/subako-runner/internal/modcheck"
 	"github.com/subako/subako-runner/protocol"
 )
 
@@ -181,8 +182,16 @@ func (rt *Runtime) Open(ctx context.Context, a *Artifact, path string) (*Package
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("the artifact's tool list does not validate: %v", problems[0])
 	}
-	compiled, err := rt.wz.CompileModule(ctx, a.Metered)
+	// The structural bounds hold here too: an artifact store is not a
+	// place to smuggle in a module that upload would have refused.
+	if ps := modcheck.CheckStructure(src.Module, rt.checkOptions(rt.limits)); len(ps) > 0 {
+		return nil, fmt.Errorf("the package's module is over a structural bound: %s", ps[0])
+	}
+	compiled, err := rt.compileModule(ctx, a.Metered, rt.limits.CompileTimeout)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		return nil, fmt.Errorf("compiling the artifact's module: %w", err)
 	}
 	p := &Package{

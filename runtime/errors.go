@@ -28,6 +28,11 @@ const (
 	CodeImportSignature     = modcheck.CodeImportSignature
 	CodeNonFunctionImport   = modcheck.CodeNonFunctionImport
 	CodeMemoryTooLarge      = modcheck.CodeMemoryTooLarge
+	CodeTableTooLarge       = modcheck.CodeTableTooLarge
+	CodeModuleTooComplex    = modcheck.CodeModuleTooComplex
+	// CodeCompileTimeout: compiling the module to machine code took longer
+	// than limits.CompileTimeout.
+	CodeCompileTimeout = "compile_timeout"
 	CodeDiscoverUnsupported = protocol.CodeDiscoverUnsupported
 	CodeInvalidTool         = protocol.CodeInvalidTool
 	CodeDuplicateTool       = protocol.CodeDuplicateTool

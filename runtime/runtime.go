@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -153,32 +154,88 @@ func (rt *Runtime) Validate(ctx context.Context, path string) (*Checked, error) 
 func (rt *Runtime) check(ctx context.Context, src *Source) (*Checked, error) {
 	rej := append([]Rejection(nil), src.Rejections...)
 	if src.Module != nil {
-		for _, p := range modcheck.Check(src.Module, modcheck.Options{MaxMemoryBytes: rt.limits.Memory}) {
+		for _, p := range modcheck.Check(src.Module, rt.checkOptions(rt.limits)) {
 			rej = append(rej, Rejection{Code: p.Code, Message: p.Message})
 		}
 	}
 	if len(rej) > 0 {
 		return nil, &RejectedError{Rejections: rej}
 	}
-	metered, compiled, err := rt.compile(ctx, src.Module)
+	metered, compiled, err := rt.compile(ctx, src.Module, rt.limits, false)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, &RejectedError{Rejections: []Rejection{{CodeInvalidModule, err.Error()}}}
+		return nil, err
 	}
 	return &Checked{Source: src, Hash: sha256.Sum256(src.Module), Metered: metered, compiled: compiled}, nil
 }
 
-// compile injects fuel metering and compiles the result.
-func (rt *Runtime) compile(ctx context.Context, module []byte) ([]byte, wazero.CompiledModule, error) {
+func (rt *Runtime) checkOptions(lim limits.Limits) modcheck.Options {
+	return modcheck.Options{MaxMemoryBytes: lim.Memory, Structure: lim.Structure}
+}
+
+// compile injects fuel metering and compiles the result. structure asks
+// for the structural checks first (callers that did not run modcheck.Check:
+// every path that compiles must have them, or a few kilobytes of nested
+// blocks hold the host for minutes). The caller's cancellation comes back
+// as ctx.Err(); every other failure is a *RejectedError.
+func (rt *Runtime) compile(ctx context.Context, module []byte, lim limits.Limits, structure bool) ([]byte, wazero.CompiledModule, error) {
+	if structure {
+		if ps := modcheck.CheckStructure(module, rt.checkOptions(lim)); len(ps) > 0 {
+			rej := make([]Rejection, len(ps))
+			for i, p := range ps {
+				rej[i] = Rejection{Code: p.Code, Message: p.Message}
+			}
+			return nil, nil, &RejectedError{Rejections: rej}
+		}
+	}
 	metered, err := fuel.Instrument(module)
 	if err != nil {
-		return nil, nil, fmt.Errorf("the module cannot be metered: %v", err)
+		return nil, nil, &RejectedError{Rejections: []Rejection{{CodeInvalidModule, fmt.Sprintf("the module cannot be metered: %v", err)}}}
 	}
-	compiled, err := rt.wz.CompileModule(ctx, metered)
+	compiled, err := rt.compileModule(ctx, metered, lim.CompileTimeout)
 	if err != nil {
-		return nil, nil, fmt.Errorf("the module does not compile: %v", err)
+		return nil, nil, err
 	}
 	return metered, compiled, nil
+}
+
+// compileModule compiles wasm with wazero, but returns as soon as ctx is
+// done (with ctx.Err()) or timeout passes (a compile_timeout rejection).
+// wazero's compiler does not watch the context, so the compilation itself
+// goes on, on its own goroutine, and is closed when it finishes; the
+// structural checks bound how long that can be.
+func (rt *Runtime) compileModule(ctx context.Context, wasm []byte, timeout time.Duration) (wazero.CompiledModule, error) {
+	type result struct {
+		compiled wazero.CompiledModule
+		err      error
+	}
+	done := make(chan result, 1)
+	go func() {
+		c, err := rt.wz.CompileModule(context.WithoutCancel(ctx), wasm)
+		done <- result{c, err}
+	}()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	abandon := func() {
+		go func() {
+			if r := <-done; r.compiled != nil {
+				_ = r.compiled.Close(context.Background())
+			}
+		}()
+	}
+	select {
+	case r := <-done:
+		if r.err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, &RejectedError{Rejections: []Rejection{{CodeInvalidModule, fmt.Sprintf("the module does not compile: %v", r.err)}}}
+		}
+		return r.compiled, nil
+	case <-ctx.Done():
+		abandon()
+		return nil, ctx.Err()
+	case <-timer.C:
+		abandon()
+		return nil, &RejectedError{Rejections: []Rejection{{CodeCompileTimeout, fmt.Sprintf("compiling the module took longer than the compile timeout of %v: split its largest functions or reduce their blocks and loops", timeout)}}}
+	}
 }
