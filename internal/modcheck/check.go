@@ -419,6 +419,8 @@ type shape struct {
 	blocks int
 	loops  int
 	cost   int64 // sum of the finished functions' (blocks+loops)^2
+	// brCounted: this function is already counted over the br_table bound.
+	brCounted bool
 
 	// The first function over each bound (-1: none) and its value.
 	size, nesting, blocksOver, brTable struct {
@@ -431,7 +433,7 @@ type shape struct {
 }
 
 func (s *shape) start(fn, size int) {
-	s.fn, s.depth, s.blocks, s.loops = fn, 0, 0, 0
+	s.fn, s.depth, s.blocks, s.loops, s.brCounted = fn, 0, 0, 0, false
 	if s.limits.FunctionSize > 0 && int64(size) > s.limits.FunctionSize {
 		over(&s.size, fn, int64(size))
 	}
@@ -465,8 +467,9 @@ func (s *shape) note(in *wasmbin.Instr) {
 	case wasmbin.OpEnd:
 		s.depth--
 	case wasmbin.OpBrTable:
-		if l := s.limits.BrTableTargets; l > 0 && len(in.Labels) > l && (s.brTable.n == 0 || s.brTable.fn != s.fn) {
+		if l := s.limits.BrTableTargets; l > 0 && len(in.Labels) > l && !s.brCounted {
 			over(&s.brTable, s.fn, int64(len(in.Labels)))
+			s.brCounted = true // count functions, not br_tables
 		}
 	}
 }

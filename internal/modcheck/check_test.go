@@ -8,12 +8,14 @@ import (
 	"testing"
 
 	"github.com/subako/subako-runner/internal/testguest"
+	"github.com/subako/subako-runner/limits"
 )
 
 const checksDir = "../../testdata/checks"
 
-// defaultOpts are the §9 defaults: 256 MiB of memory.
-var defaultOpts = Options{MaxMemoryBytes: 256 << 20}
+// defaultOpts are the §9 defaults: 256 MiB of memory, and the default
+// structural bounds.
+var defaultOpts = Options{MaxMemoryBytes: 256 << 20, Structure: limits.DefaultStructure()}
 
 func fixture(t testing.TB, name string) []byte {
 	t.Helper()
