@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/tetratelabs/wazero"
@@ -61,6 +62,8 @@ type Runtime struct {
 	limits   limits.Limits
 	client   protocol.ClientInfo
 	observer Observer
+	// compiling counts the compilations in flight; Close waits for them.
+	compiling sync.WaitGroup
 }
 
 // New creates a Runtime.
@@ -109,8 +112,22 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	return rt, nil
 }
 
-// Close releases the runtime and every package loaded through it.
+// Close releases the runtime and every package loaded through it. It
+// first waits for compilations a caller stopped waiting for (they cannot be
+// interrupted, and the structural bounds keep them finite); if ctx ends
+// first, Close returns ctx.Err() and leaves the runtime to them, which is
+// what a process exiting on a signal wants.
 func (rt *Runtime) Close(ctx context.Context) error {
+	idle := make(chan struct{})
+	go func() {
+		rt.compiling.Wait()
+		close(idle)
+	}()
+	select {
+	case <-idle:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 	err := rt.wz.Close(ctx)
 	if rt.cache != nil {
 		err = errors.Join(err, rt.cache.Close(ctx))
@@ -209,18 +226,35 @@ func (rt *Runtime) compileModule(ctx context.Context, wasm []byte, timeout time.
 		err      error
 	}
 	done := make(chan result, 1)
+	var mu sync.Mutex
+	gaveUp := false // under mu: nobody will receive from done
+	rt.compiling.Add(1)
 	go func() {
+		defer rt.compiling.Done()
 		c, err := rt.wz.CompileModule(context.WithoutCancel(ctx), wasm)
+		mu.Lock()
+		defer mu.Unlock()
+		if gaveUp {
+			if c != nil {
+				_ = c.Close(context.Background())
+			}
+			return
+		}
 		done <- result{c, err}
 	}()
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	abandon := func() {
-		go func() {
-			if r := <-done; r.compiled != nil {
+		mu.Lock()
+		defer mu.Unlock()
+		gaveUp = true
+		select {
+		case r := <-done: // finished just now
+			if r.compiled != nil {
 				_ = r.compiled.Close(context.Background())
 			}
-		}()
+		default:
+		}
 	}
 	select {
 	case r := <-done:
