@@ -423,7 +423,11 @@ type shape struct {
 	brCounted bool
 
 	// The first function over each bound (-1: none) and its value.
-	size, nesting, blocksOver, brTable struct {
+	// open: whether each open block is a loop; loopDepth counts the trues.
+	open      []bool
+	loopDepth int
+
+	size, nesting, loopNesting, blocksOver, brTable struct {
 		fn    int
 		value int64
 		n     int // functions over the bound
@@ -434,6 +438,7 @@ type shape struct {
 
 func (s *shape) start(fn, size int) {
 	s.fn, s.depth, s.blocks, s.loops, s.brCounted = fn, 0, 0, 0, false
+	s.open, s.loopDepth = s.open[:0], 0
 	if s.limits.FunctionSize > 0 && int64(size) > s.limits.FunctionSize {
 		over(&s.size, fn, int64(size))
 	}
@@ -452,10 +457,16 @@ func over(o *struct {
 
 func (s *shape) note(in *wasmbin.Instr) {
 	switch in.Op {
-	case wasmbin.OpLoop:
-		s.loops++
-		fallthrough
-	case wasmbin.OpBlock, wasmbin.OpIf, wasmbin.OpTry, wasmbin.OpTryTable:
+	case wasmbin.OpLoop, wasmbin.OpBlock, wasmbin.OpIf, wasmbin.OpTry, wasmbin.OpTryTable:
+		loop := in.Op == wasmbin.OpLoop
+		if loop {
+			s.loops++
+			s.loopDepth++
+			if l := s.limits.LoopNesting; l > 0 && s.loopDepth == l+1 {
+				over(&s.loopNesting, s.fn, int64(s.loopDepth))
+			}
+		}
+		s.open = append(s.open, loop)
 		s.blocks++
 		s.depth++
 		if l := s.limits.Nesting; l > 0 && s.depth == l+1 {
@@ -466,6 +477,12 @@ func (s *shape) note(in *wasmbin.Instr) {
 		}
 	case wasmbin.OpEnd:
 		s.depth--
+		if n := len(s.open); n > 0 {
+			if s.open[n-1] {
+				s.loopDepth--
+			}
+			s.open = s.open[:n-1]
+		}
 	case wasmbin.OpBrTable:
 		if l := s.limits.BrTableTargets; l > 0 && len(in.Labels) > l && !s.brCounted {
 			over(&s.brTable, s.fn, int64(len(in.Labels)))
@@ -494,6 +511,9 @@ func (s *shape) report(c *checker) {
 	}
 	if o := s.nesting; o.n > 0 {
 		c.add(CodeModuleTooComplex, "%s nests blocks more than %d deep, above the nesting limit of %d%s", c.funcName(o.fn), s.limits.Nesting, s.limits.Nesting, more(o.n))
+	}
+	if o := s.loopNesting; o.n > 0 {
+		c.add(CodeModuleTooComplex, "%s nests loops more than %d deep, above the loop nesting limit of %d%s", c.funcName(o.fn), s.limits.LoopNesting, s.limits.LoopNesting, more(o.n))
 	}
 	if o := s.blocksOver; o.n > 0 {
 		c.add(CodeModuleTooComplex, "%s has more than %d blocks, loops and ifs, above the limit of %d a function may have%s", c.funcName(o.fn), s.limits.FunctionBlocks, s.limits.FunctionBlocks, more(o.n))

@@ -66,12 +66,14 @@ func TestCheckRejectsCompileAndInstanceBombs(t *testing.T) {
 			[]string{`function 0 (export "_start")`, "nesting limit of 10000"}},
 		{"20k nested loops", nested(loopOpen, 20_000), nil, CodeModuleTooComplex,
 			[]string{"nesting limit of 10000"}},
+		{"10k nested loops with a br_if each (91 s of CPU metered)", nested([]byte{0x03, 0x40, 0x41, 0x00, 0x0d, 0x00}, 10_000), nil, CodeModuleTooComplex,
+			[]string{`function 0 (export "_start")`, "nests loops more than 1000 deep", "loop nesting limit of 1000"}},
 		{"1M sequential ifs", wasmtest.Module{Bodies: [][]byte{wasmtest.Repeat(seqIf, nil, 1_000_000)}}.Bytes(), nil, CodeModuleTooComplex,
 			[]string{`function 0 (export "_start")`, "function size limit of 2 MiB"}},
 		{"30k sequential ifs", wasmtest.Module{Bodies: [][]byte{wasmtest.Repeat(seqIf, nil, 30_000)}}.Bytes(), nil, CodeModuleTooComplex,
 			[]string{`function 0 (export "_start")`, "more than 20000 blocks"}},
-		{"sequential ifs over many functions", wasmtest.Module{Bodies: repeatBodies(wasmtest.Repeat(seqIf, nil, 15_000), 6)}.Bytes(), nil, CodeModuleTooComplex,
-			[]string{"cost", "above the limit of 1000000000", "contributes 225000000"}},
+		{"sequential ifs over many functions (31 s of CPU metered)", wasmtest.Module{Bodies: repeatBodies(wasmtest.Repeat(seqIf, nil, 15_800), 4)}.Bytes(), nil, CodeModuleTooComplex,
+			[]string{"cost", "is 998560000, above the limit of 250000000", "contributes 249640000"}},
 		{"1M-label br_table", wasmtest.Module{Bodies: [][]byte{brTable(1_000_000)}}.Bytes(), nil, CodeModuleTooComplex,
 			[]string{`function 0 (export "_start")`, "br_table of 1000000 labels", "limit of 65536"}},
 		{"3 MiB flat function", wasmtest.Module{Bodies: [][]byte{make([]byte, 3<<20)}}.Bytes(), nil, CodeModuleTooComplex, // nops
@@ -144,6 +146,7 @@ func TestCheckStructureAcceptsRealModules(t *testing.T) {
 	st := limits.DefaultStructure()
 	inside := wasmtest.Module{Bodies: [][]byte{
 		wasmtest.Repeat(blockOpen, end, st.Nesting),
+		wasmtest.Repeat(loopOpen, end, st.LoopNesting),
 		brTable(st.BrTableTargets),
 	}, Elements: passiveElements(st.ElementEntries), Data: dataSegments(st.DataSegments)}.Bytes()
 	for name, wasm := range map[string][]byte{"sdkgreet": sdk, "just inside": inside} {
