@@ -64,6 +64,10 @@ type Runtime struct {
 	observer Observer
 	// compiling counts the compilations in flight; Close waits for them.
 	compiling sync.WaitGroup
+	// beforeCompile, when set (by tests), runs on the compiling goroutine
+	// before wazero starts: a test holds a compilation there to show that
+	// callers do not wait for it.
+	beforeCompile func()
 }
 
 // New creates a Runtime.
@@ -231,6 +235,9 @@ func (rt *Runtime) compileModule(ctx context.Context, wasm []byte, timeout time.
 	rt.compiling.Add(1)
 	go func() {
 		defer rt.compiling.Done()
+		if rt.beforeCompile != nil {
+			rt.beforeCompile()
+		}
 		c, err := rt.wz.CompileModule(context.WithoutCancel(ctx), wasm)
 		mu.Lock()
 		defer mu.Unlock()
