@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"sync"
 	"testing"
 	"time"
@@ -154,5 +155,31 @@ func TestTablesShareTheMemoryLimit(t *testing.T) {
 	}
 	if !m.GrowTable(0, 64<<10, 0) || m.GrowTable(0, 0, 1<<32-1) {
 		t.Fatal("a zero growth must pass and a 2^32-1 one fail")
+	}
+}
+
+// TestTableGrowAttackGetsMinusOne: the table.grow of 2^32-2 elements that
+// killed the host process gets -1 in a real run, in this process; growth
+// that fits beside linear memory runs, growth of the tables or of memory
+// past their shared limit gets -1 (testdata/fuel/tables.wat checks each
+// answer and exits 0 when all are right); the host's heap stays bounded.
+func TestTableGrowAttackGetsMinusOne(t *testing.T) {
+	rt := newRuntime(t, nil)
+	lim := limits.Default()
+	lim.Memory = limits.MiB
+	goruntime.GC()
+	var before, after goruntime.MemStats
+	goruntime.ReadMemStats(&before)
+	res, err := rt.RunCommand(context.Background(), filepath.Join("..", "testdata", "fuel", "tables.wasm"), Command{Limits: &lim})
+	goruntime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Crash != nil || res.ExitCode != 0 {
+		t.Fatalf("crash %+v, exit code %d: want exit 0 (a non-zero code numbers the wrong answer)", res.Crash, res.ExitCode)
+	}
+	// An unchecked grow asks for 32 GiB; the run itself allocates a few MiB.
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 256<<20 {
+		t.Fatalf("the host allocated %d bytes", grew)
 	}
 }
