@@ -207,6 +207,15 @@ func (c *checker) tables() {
 	}
 	if total > uint64(max/limits.TableElementBytes) {
 		c.add(CodeTableTooLarge, "the module's %d tables start at %d elements in all (%s at %d bytes each), above the memory limit of %s", len(c.m.Tables), total, elemBytes(total), limits.TableElementBytes, formatBytes(max))
+		return
+	}
+	// Tables and linear memory share the limit.
+	var memory uint64
+	for _, l := range c.m.Memories {
+		memory += l.Min * pageSize
+	}
+	if total > 0 && memory <= uint64(max) && total*uint64(limits.TableElementBytes)+memory > uint64(max) {
+		c.add(CodeTableTooLarge, "the tables start at %d elements (%s at %d bytes each), which with the initial memory of %s is above the memory limit of %s", total, elemBytes(total), limits.TableElementBytes, formatBytes(int64(memory)), formatBytes(max))
 	}
 }
 

@@ -95,6 +95,8 @@ func TestCheckRejectsCompileAndInstanceBombs(t *testing.T) {
 		{"tables over the limit together", wasmtest.Module{Tables: [][]byte{
 			append([]byte{0x70, 0x00}, wasmbin.AppendU32(nil, 20<<20)...), append([]byte{0x70, 0x00}, wasmbin.AppendU32(nil, 20<<20)...)}}.Bytes(), nil, CodeTableTooLarge,
 			[]string{"2 tables start at 41943040 elements in all", "320 MiB"}},
+		{"a table beside the initial memory", wasmtest.Module{MemoryPages: 2048, Tables: [][]byte{append([]byte{0x70, 0x00}, wasmbin.AppendU32(nil, 17<<20)...)}}.Bytes(), nil, CodeTableTooLarge,
+			[]string{"tables start at 17825792 elements (136 MiB at 8 bytes each)", "initial memory of 128 MiB", "memory limit of 256 MiB"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
