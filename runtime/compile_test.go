@@ -59,12 +59,18 @@ func TestCompileBombsAreRejectedBeforeCompiling(t *testing.T) {
 }
 
 // holdCompilations makes every compilation of rt wait until the returned
-// release is called (at the latest when the test ends).
-func holdCompilations(t *testing.T, rt *Runtime) (release func()) {
+// release is called (at the latest when the test ends); onHold, when not
+// nil, runs as each compilation starts waiting.
+func holdCompilations(t *testing.T, rt *Runtime, onHold func()) (release func()) {
 	ch := make(chan struct{})
 	var once sync.Once
 	release = func() { once.Do(func() { close(ch) }) }
-	rt.beforeCompile = func() { <-ch }
+	rt.beforeCompile = func() {
+		if onHold != nil {
+			onHold()
+		}
+		<-ch
+	}
 	t.Cleanup(release)
 	return release
 }
@@ -80,7 +86,7 @@ func TestCompileTimeoutIsARejection(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rt.Close(context.Background())
-	release := holdCompilations(t, rt)
+	release := holdCompilations(t, rt, nil)
 	path := writeModule(t, wasmtest.Module{}.Bytes())
 	_, err = rt.Validate(context.Background(), path)
 	if codes := rejectionCodes(err); len(codes) != 1 || codes[0] != CodeCompileTimeout {
@@ -104,7 +110,8 @@ func TestCompileReturnsOnCancellation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	release := holdCompilations(t, rt)
+	var cancelHeld context.CancelFunc // the running call's: cancelled once its compilation is held
+	release := holdCompilations(t, rt, func() { cancelHeld() })
 	path := writeModule(t, wasmtest.Module{}.Bytes())
 	calls := map[string]func(ctx context.Context) error{
 		"Validate":   func(ctx context.Context) error { _, err := rt.Validate(ctx, path); return err },
@@ -113,13 +120,13 @@ func TestCompileReturnsOnCancellation(t *testing.T) {
 	}
 	for name, call := range calls {
 		ctx, cancel := context.WithCancel(context.Background())
-		cancel()
+		cancelHeld = cancel
 		if err := call(ctx); !errors.Is(err, context.Canceled) {
-			t.Errorf("%s: %v, want context.Canceled", name, err)
+			t.Errorf("%s cancelled while compiling: %v, want context.Canceled", name, err)
 		}
-		dctx, stop := context.WithDeadline(context.Background(), time.Now().Add(time.Millisecond))
+		dctx, stop := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
 		if err := call(dctx); !errors.Is(err, context.DeadlineExceeded) {
-			t.Errorf("%s with a deadline: %v, want context.DeadlineExceeded", name, err)
+			t.Errorf("%s past its deadline: %v, want context.DeadlineExceeded", name, err)
 		}
 		stop()
 	}

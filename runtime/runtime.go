@@ -225,6 +225,9 @@ func (rt *Runtime) compile(ctx context.Context, module []byte, lim limits.Limits
 // goes on, on its own goroutine, and is closed when it finishes; the
 // structural checks bound how long that can be.
 func (rt *Runtime) compileModule(ctx context.Context, wasm []byte, timeout time.Duration) (wazero.CompiledModule, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err // no compilation for a caller who is gone
+	}
 	type result struct {
 		compiled wazero.CompiledModule
 		err      error
