@@ -63,7 +63,80 @@ type Limits struct {
 	MaxPages int
 	// MaxTools is how many tools a package may declare in all.
 	MaxTools int
+	// CompileTimeout bounds compiling a module to machine code at upload;
+	// a module that takes longer is rejected as compile_timeout. The
+	// default, 5 minutes, is generous: the Go MCP SDK's 14 MB module
+	// compiles in about 6 s on an idle core, but took over a minute on a
+	// 2-core machine at a load of 16. The structural bounds (Structure) are
+	// what keep a hostile module's compilation short; this is the backstop.
+	CompileTimeout time.Duration
+	// Structure bounds the shape of an uploaded module (module_too_complex).
+	Structure Structure
 }
+
+// Structure bounds the shape of a module, checked in one linear pass
+// before anything compiles it. The compiler's time and memory grow with
+// these (some faster than linearly: wazero's optimising compiler is
+// quadratic in a function's blocks), so without them a module of a few
+// kilobytes can hold the host for minutes. The defaults are several times
+// what real toolchains emit; the test behind each is in docs/security.md.
+type Structure struct {
+	// Functions is the most functions, imported and defined.
+	Functions int
+	// FunctionSize is the largest function body, in bytes.
+	FunctionSize int64
+	// CodeSize is the most bytes of function bodies in all.
+	CodeSize int64
+	// Nesting is the deepest nesting of blocks, loops, ifs and trys in a
+	// function.
+	Nesting int
+	// LoopNesting is the deepest nesting of loops in a function: the
+	// compiler's work grows faster than the square of it (10,000 nested
+	// loops: 91 s of CPU, 1,000: 0.2 s).
+	LoopNesting int
+	// FunctionBlocks is the most blocks, loops, ifs and trys one function
+	// may have.
+	FunctionBlocks int
+	// ControlCost bounds the sum over all functions of the square of
+	// their block count, a loop counted twice: the superlinear part of the
+	// compiler's work, about 3e-8 s of CPU a unit (so the default is some
+	// 8 s of CPU at worst, metered).
+	ControlCost int64
+	// BrTableTargets is the most labels one br_table may list.
+	BrTableTargets int
+	// ElementEntries is the most entries of all element segments together
+	// (each costs host memory in every instance).
+	ElementEntries int
+	// DataSegments is the most data segments (each costs host memory in
+	// every instance). The decoder's own limit is 100,000.
+	DataSegments int
+}
+
+// DefaultStructure returns the default structural bounds. The official Go
+// MCP SDK's 14 MB module, the largest real guest measured, has 7,678
+// functions, 8.7 MB of code, a largest body of 79 KB, nesting 1,362 (loops
+// never nested), 1,850 blocks in its largest function, a control cost of 2.9e7, a br_table of
+// 2,188 labels, 7,678 element entries and 100,000 data segments (Go's
+// linker stops there, at the limit V8 enforces).
+func DefaultStructure() Structure {
+	return Structure{
+		Functions:      100_000,
+		FunctionSize:   2 * MiB,
+		CodeSize:       32 * MiB,
+		Nesting:        10_000,
+		LoopNesting:    1_000,
+		FunctionBlocks: 20_000,
+		ControlCost:    250_000_000,
+		BrTableTargets: 65_536,
+		ElementEntries: 1_000_000,
+		DataSegments:   100_000,
+	}
+}
+
+// TableElementBytes is what one table element costs the instance's memory
+// budget: a table is a slice of 8-byte references in the host. Tables
+// declared at upload and tables grown at run time are both charged.
+const TableElementBytes = 8
 
 // DefaultFuel is the default instruction budget, about a dozen seconds of
 // pure computation: measured here, CPU-bound Go and C guests spend 7 to 8
@@ -91,6 +164,8 @@ func Default() Limits {
 		HTTPRedirects:    10,
 		MaxPages:         16,
 		MaxTools:         1024,
+		CompileTimeout:   5 * time.Minute,
+		Structure:        DefaultStructure(),
 	}
 }
 
@@ -138,6 +213,17 @@ func (l Limits) Validate() error {
 		{"HTTP inline limit", l.HTTPInline},
 		{"tools/list pages", int64(l.MaxPages)},
 		{"tool count", int64(l.MaxTools)},
+		{"compile timeout", int64(l.CompileTimeout)},
+		{"function count limit", int64(l.Structure.Functions)},
+		{"function size limit", l.Structure.FunctionSize},
+		{"code size limit", l.Structure.CodeSize},
+		{"nesting limit", int64(l.Structure.Nesting)},
+		{"loop nesting limit", int64(l.Structure.LoopNesting)},
+		{"blocks per function limit", int64(l.Structure.FunctionBlocks)},
+		{"control cost limit", l.Structure.ControlCost},
+		{"br_table size limit", int64(l.Structure.BrTableTargets)},
+		{"element entries limit", int64(l.Structure.ElementEntries)},
+		{"data segments limit", int64(l.Structure.DataSegments)},
 	}
 	for _, p := range positive {
 		if p.v <= 0 {

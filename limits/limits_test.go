@@ -31,6 +31,17 @@ func TestDefaultMatchesHostContract(t *testing.T) {
 		{"redirects", int64(d.HTTPRedirects), 10},
 		{"pages", int64(d.MaxPages), 16},
 		{"tools", int64(d.MaxTools), 1024},
+		{"compile timeout", int64(d.CompileTimeout), int64(5 * time.Minute)},
+		{"functions", int64(d.Structure.Functions), 100_000},
+		{"function size", d.Structure.FunctionSize, 2 << 20},
+		{"code size", d.Structure.CodeSize, 32 << 20},
+		{"nesting", int64(d.Structure.Nesting), 10_000},
+		{"blocks per function", int64(d.Structure.FunctionBlocks), 20_000},
+		{"loop nesting", int64(d.Structure.LoopNesting), 1_000},
+		{"control cost", d.Structure.ControlCost, 250_000_000},
+		{"br_table labels", int64(d.Structure.BrTableTargets), 65_536},
+		{"element entries", int64(d.Structure.ElementEntries), 1_000_000},
+		{"data segments", int64(d.Structure.DataSegments), 100_000},
 	}
 	for _, c := range checks {
 		if c.got != c.want {
@@ -56,6 +67,9 @@ func TestValidateRefusesUnworkableLimits(t *testing.T) {
 		{"zero entries", func(l *Limits) { l.MaxEntries = 0 }, "entries"},
 		{"negative redirects", func(l *Limits) { l.HTTPRedirects = -1 }, "redirects"},
 		{"zero pages", func(l *Limits) { l.MaxPages = 0 }, "pages"},
+		{"zero compile timeout", func(l *Limits) { l.CompileTimeout = 0 }, "compile timeout"},
+		{"zero nesting", func(l *Limits) { l.Structure.Nesting = 0 }, "nesting"},
+		{"zero data segments", func(l *Limits) { l.Structure.DataSegments = 0 }, "data segments"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -54,6 +54,9 @@ func (c *CompiledTool) ValidateOutput(structuredContent json.RawMessage) error {
 }
 
 func validateInstance(s *jsonschema.Schema, raw json.RawMessage, what string) error {
+	if err := checkNumbers(raw); err != nil {
+		return fmt.Errorf("%s cannot be checked: %w", what, err)
+	}
 	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
 		return fmt.Errorf("%s is not JSON: %w", what, err)
@@ -277,6 +280,9 @@ func (refuseLoader) Load(url string) (any, error) { return nil, remoteRefError{u
 // compileSchema compiles one tool schema with a fresh compiler, so tools
 // cannot see each other's $id resources.
 func compileSchema(raw json.RawMessage) (*jsonschema.Schema, []string, error) {
+	if err := checkNumbers(raw); err != nil {
+		return nil, nil, err
+	}
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
 		return nil, nil, err

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/subako/subako-runner/internal/fuel"
+	"github.com/subako/subako-runner/internal/modcheck"
 	"github.com/subako/subako-runner/protocol"
 )
 
@@ -230,7 +231,7 @@ func (rt *Runtime) Open(ctx context.Context, a *Artifact, path string) (*Package
 	)
 	if rt.vouchesFor(a) {
 		metered, how = a.Metered, MeteringStored
-		compiled, err = rt.wz.CompileModule(ctx, metered)
+		compiled, err = rt.compileModule(ctx, metered, rt.limits.CompileTimeout)
 		var verr error
 		if src, hash, verr = verify(); verr != nil {
 			if err == nil {
@@ -245,9 +246,12 @@ func (rt *Runtime) Open(ctx context.Context, a *Artifact, path string) (*Package
 		if metered, how, err = rt.meterAgain(a, src.Module, hash); err != nil {
 			return nil, err
 		}
-		compiled, err = rt.wz.CompileModule(ctx, metered)
+		compiled, err = rt.compileModule(ctx, metered, rt.limits.CompileTimeout)
 	}
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		return nil, fmt.Errorf("compiling the artifact's module: %w", err)
 	}
 	src.Manifest, src.HasAssets = a.Manifest, a.HasAssets
@@ -331,6 +335,12 @@ func (rt *Runtime) vouchesFor(a *Artifact) bool {
 // metering version they must be equal (MeteringVerified), at another the
 // result replaces it (MeteringRederived).
 func (rt *Runtime) meterAgain(a *Artifact, module []byte, hash [sha256.Size]byte) ([]byte, string, error) {
+	// The structural bounds hold here too: an artifact store is not a place
+	// to smuggle in a module that upload would have refused. (A module this
+	// host vouches for passed them when it was recorded.)
+	if ps := modcheck.CheckStructure(module, rt.checkOptions(rt.limits)); len(ps) > 0 {
+		return nil, "", fmt.Errorf("the package's module is over a structural bound: %s", ps[0])
+	}
 	metered, err := fuel.Instrument(module)
 	if err != nil {
 		return nil, "", fmt.Errorf("module.wasm cannot be metered: %v", err)

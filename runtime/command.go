@@ -67,9 +67,9 @@ func (rt *Runtime) RunCommand(ctx context.Context, path string, cmd Command) (*C
 	if len(src.Rejections) > 0 {
 		return nil, &RejectedError{Rejections: src.Rejections}
 	}
-	_, compiled, err := rt.compile(ctx, src.Module)
+	_, compiled, err := rt.compile(ctx, src.Module, lim, true)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, err
 	}
 	defer compiled.Close(ctx)
 	if err := initialMemoryFits(compiled, lim.Memory); err != nil {
@@ -118,6 +118,7 @@ func (rt *Runtime) RunCommand(ctx context.Context, path string, cmd Command) (*C
 	meter := fuel.NewMeter(lim.Fuel)
 	ictx := subakohttp.WithCall(wasi.WithInstance(ctx, inst), httpCall)
 	ictx = fuel.WithMeter(experimental.WithMemoryAllocator(ictx, memory), meter)
+	ictx = fuel.WithTableBudget(ictx, memory)
 	err = rt.runInstance(ictx, compiled)
 
 	res := &CommandResult{Stats: Stats{

@@ -12,22 +12,27 @@ import (
 // The module checks and the protocol layer own the codes they find; these
 // are the same values under one roof for callers of this package.
 const (
-	CodeBadManifest         = "bad_manifest"
-	CodeMissingModule       = "missing_module"
-	CodeNotWasm             = modcheck.CodeNotWasm
-	CodeComponent           = modcheck.CodeComponent
-	CodeModuleTooLarge      = modcheck.CodeModuleTooLarge
-	CodeInvalidModule       = modcheck.CodeInvalidModule
-	CodeThreads             = modcheck.CodeThreads
-	CodeExceptions          = modcheck.CodeExceptions
-	CodeMissingStart        = modcheck.CodeMissingStart
-	CodeBadStartSignature   = modcheck.CodeBadStartSignature
-	CodeReactor             = modcheck.CodeReactor
-	CodeMissingMemory       = modcheck.CodeMissingMemory
-	CodeUnknownImport       = modcheck.CodeUnknownImport
-	CodeImportSignature     = modcheck.CodeImportSignature
-	CodeNonFunctionImport   = modcheck.CodeNonFunctionImport
-	CodeMemoryTooLarge      = modcheck.CodeMemoryTooLarge
+	CodeBadManifest       = "bad_manifest"
+	CodeMissingModule     = "missing_module"
+	CodeNotWasm           = modcheck.CodeNotWasm
+	CodeComponent         = modcheck.CodeComponent
+	CodeModuleTooLarge    = modcheck.CodeModuleTooLarge
+	CodeInvalidModule     = modcheck.CodeInvalidModule
+	CodeThreads           = modcheck.CodeThreads
+	CodeExceptions        = modcheck.CodeExceptions
+	CodeMissingStart      = modcheck.CodeMissingStart
+	CodeBadStartSignature = modcheck.CodeBadStartSignature
+	CodeReactor           = modcheck.CodeReactor
+	CodeMissingMemory     = modcheck.CodeMissingMemory
+	CodeUnknownImport     = modcheck.CodeUnknownImport
+	CodeImportSignature   = modcheck.CodeImportSignature
+	CodeNonFunctionImport = modcheck.CodeNonFunctionImport
+	CodeMemoryTooLarge    = modcheck.CodeMemoryTooLarge
+	CodeTableTooLarge     = modcheck.CodeTableTooLarge
+	CodeModuleTooComplex  = modcheck.CodeModuleTooComplex
+	// CodeCompileTimeout: compiling the module to machine code took longer
+	// than limits.CompileTimeout.
+	CodeCompileTimeout      = "compile_timeout"
 	CodeDiscoverUnsupported = protocol.CodeDiscoverUnsupported
 	CodeInvalidTool         = protocol.CodeInvalidTool
 	CodeDuplicateTool       = protocol.CodeDuplicateTool

@@ -1,9 +1,12 @@
 package runtime
 
 import (
+	"sync"
 	"sync/atomic"
 
 	"github.com/tetratelabs/wazero/experimental"
+
+	"github.com/subako/subako-runner/limits"
 )
 
 // memoryLimit is the per-instance memory allocator (wazero's
@@ -14,10 +17,22 @@ import (
 //
 // wazero's own runtime-wide page limit is only a ceiling for every instance;
 // the allocator is what lets each call have its own limit.
+//
+// Tables share the limit (fuel.TableBudget): every table.grow asks first,
+// and an element costs limits.TableElementBytes, what wazero's table holds
+// per element. So linear memory plus grown tables stay within the limit,
+// and a guest's table.grow of 2^32-2 elements gets -1 instead of making the
+// host allocate 32 GiB.
 type memoryLimit struct {
 	limit   uint64
 	peak    atomic.Uint64
 	refusal atomic.Bool
+	// linear is the linear memory's current size; tableBytes what the
+	// tables grown so far hold (tables is their sizes, by index).
+	linear     atomic.Uint64
+	mu         sync.Mutex
+	tableBytes atomic.Uint64
+	tables     map[uint32]uint64
 }
 
 func newMemoryLimit(limit uint64) *memoryLimit { return &memoryLimit{limit: limit} }
@@ -32,6 +47,25 @@ func (m *memoryLimit) Allocate(capacity, max uint64) experimental.LinearMemory {
 
 func (m *memoryLimit) refused() bool { return m.refusal.Load() }
 
+// GrowTable implements fuel.TableBudget. A refused growth counts as a
+// refused memory growth: a module that traps after it ran out of memory.
+func (m *memoryLimit) GrowTable(table, size, delta uint32) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.tables == nil {
+		m.tables = map[uint32]uint64{}
+	}
+	newSize := uint64(size) + uint64(delta)
+	bytes := m.tableBytes.Load() - m.tables[table]*uint64(limits.TableElementBytes) + newSize*uint64(limits.TableElementBytes)
+	if bytes+m.linear.Load() > m.limit {
+		m.refusal.Store(true)
+		return false
+	}
+	m.tables[table] = newSize
+	m.tableBytes.Store(bytes)
+	return true
+}
+
 // Peak is the largest size any memory of the instance reached, in bytes.
 func (m *memoryLimit) Peak() uint64 { return m.peak.Load() }
 
@@ -44,7 +78,7 @@ type limitedMemory struct {
 // Reallocate implements experimental.LinearMemory. Returning nil makes
 // memory.grow return -1 to the guest, as the spec allows.
 func (l *limitedMemory) Reallocate(size uint64) []byte {
-	if size > l.max {
+	if size > l.max || size+l.owner.tableBytes.Load() > l.owner.limit {
 		l.owner.refusal.Store(true)
 		return nil
 	}
@@ -59,6 +93,7 @@ func (l *limitedMemory) Reallocate(size uint64) []byte {
 		copy(nb, l.buf)
 		l.buf = nb
 	}
+	l.owner.linear.Store(size)
 	for {
 		peak := l.owner.peak.Load()
 		if size <= peak || l.owner.peak.CompareAndSwap(peak, size) {

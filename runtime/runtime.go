@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"sync"
+	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -62,6 +64,12 @@ type Runtime struct {
 	observer Observer
 	// meterings are the meterings this host derived itself (Open).
 	meterings *meteringRecords
+	// compiling counts the compilations in flight; Close waits for them.
+	compiling sync.WaitGroup
+	// beforeCompile, when set (by tests), runs on the compiling goroutine
+	// before wazero starts: a test holds a compilation there to show that
+	// callers do not wait for it.
+	beforeCompile func()
 }
 
 // New creates a Runtime.
@@ -111,8 +119,22 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	return rt, nil
 }
 
-// Close releases the runtime and every package loaded through it.
+// Close releases the runtime and every package loaded through it. It
+// first waits for compilations a caller stopped waiting for (they cannot be
+// interrupted, and the structural bounds keep them finite); if ctx ends
+// first, Close returns ctx.Err() and leaves the runtime to them, which is
+// what a process exiting on a signal wants.
 func (rt *Runtime) Close(ctx context.Context) error {
+	idle := make(chan struct{})
+	go func() {
+		rt.compiling.Wait()
+		close(idle)
+	}()
+	select {
+	case <-idle:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 	err := rt.wz.Close(ctx)
 	if rt.cache != nil {
 		err = errors.Join(err, rt.cache.Close(ctx))
@@ -156,19 +178,16 @@ func (rt *Runtime) Validate(ctx context.Context, path string) (*Checked, error) 
 func (rt *Runtime) check(ctx context.Context, src *Source) (*Checked, error) {
 	rej := append([]Rejection(nil), src.Rejections...)
 	if src.Module != nil {
-		for _, p := range modcheck.Check(src.Module, modcheck.Options{MaxMemoryBytes: rt.limits.Memory}) {
+		for _, p := range modcheck.Check(src.Module, rt.checkOptions(rt.limits)) {
 			rej = append(rej, Rejection{Code: p.Code, Message: p.Message})
 		}
 	}
 	if len(rej) > 0 {
 		return nil, &RejectedError{Rejections: rej}
 	}
-	metered, compiled, err := rt.compile(ctx, src.Module)
+	metered, compiled, err := rt.compile(ctx, src.Module, rt.limits, false)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, &RejectedError{Rejections: []Rejection{{CodeInvalidModule, err.Error()}}}
+		return nil, err
 	}
 	c := &Checked{Source: src, Hash: sha256.Sum256(src.Module), Metered: metered, compiled: compiled}
 	if err := rt.meterings.record(c.Hash, fuel.MeteringVersion, sha256.Sum256(metered)); err != nil {
@@ -177,15 +196,97 @@ func (rt *Runtime) check(ctx context.Context, src *Source) (*Checked, error) {
 	return c, nil
 }
 
-// compile injects fuel metering and compiles the result.
-func (rt *Runtime) compile(ctx context.Context, module []byte) ([]byte, wazero.CompiledModule, error) {
+func (rt *Runtime) checkOptions(lim limits.Limits) modcheck.Options {
+	return modcheck.Options{MaxMemoryBytes: lim.Memory, Structure: lim.Structure}
+}
+
+// compile injects fuel metering and compiles the result. structure asks
+// for the structural checks first (callers that did not run modcheck.Check:
+// every path that compiles must have them, or a few kilobytes of nested
+// blocks hold the host for minutes). The caller's cancellation comes back
+// as ctx.Err(); every other failure is a *RejectedError.
+func (rt *Runtime) compile(ctx context.Context, module []byte, lim limits.Limits, structure bool) ([]byte, wazero.CompiledModule, error) {
+	if structure {
+		if ps := modcheck.CheckStructure(module, rt.checkOptions(lim)); len(ps) > 0 {
+			rej := make([]Rejection, len(ps))
+			for i, p := range ps {
+				rej[i] = Rejection{Code: p.Code, Message: p.Message}
+			}
+			return nil, nil, &RejectedError{Rejections: rej}
+		}
+	}
 	metered, err := fuel.Instrument(module)
 	if err != nil {
-		return nil, nil, fmt.Errorf("the module cannot be metered: %v", err)
+		return nil, nil, &RejectedError{Rejections: []Rejection{{CodeInvalidModule, fmt.Sprintf("the module cannot be metered: %v", err)}}}
 	}
-	compiled, err := rt.wz.CompileModule(ctx, metered)
+	compiled, err := rt.compileModule(ctx, metered, lim.CompileTimeout)
 	if err != nil {
-		return nil, nil, fmt.Errorf("the module does not compile: %v", err)
+		return nil, nil, err
 	}
 	return metered, compiled, nil
+}
+
+// compileModule compiles wasm with wazero, but returns as soon as ctx is
+// done (with ctx.Err()) or timeout passes (a compile_timeout rejection).
+// wazero's compiler does not watch the context, so the compilation itself
+// goes on, on its own goroutine, and is closed when it finishes; the
+// structural checks bound how long that can be.
+func (rt *Runtime) compileModule(ctx context.Context, wasm []byte, timeout time.Duration) (wazero.CompiledModule, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err // no compilation for a caller who is gone
+	}
+	type result struct {
+		compiled wazero.CompiledModule
+		err      error
+	}
+	done := make(chan result, 1)
+	var mu sync.Mutex
+	gaveUp := false // under mu: nobody will receive from done
+	rt.compiling.Add(1)
+	go func() {
+		defer rt.compiling.Done()
+		if rt.beforeCompile != nil {
+			rt.beforeCompile()
+		}
+		c, err := rt.wz.CompileModule(context.WithoutCancel(ctx), wasm)
+		mu.Lock()
+		defer mu.Unlock()
+		if gaveUp {
+			if c != nil {
+				_ = c.Close(context.Background())
+			}
+			return
+		}
+		done <- result{c, err}
+	}()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	abandon := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		gaveUp = true
+		select {
+		case r := <-done: // finished just now
+			if r.compiled != nil {
+				_ = r.compiled.Close(context.Background())
+			}
+		default:
+		}
+	}
+	select {
+	case r := <-done:
+		if r.err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, &RejectedError{Rejections: []Rejection{{CodeInvalidModule, fmt.Sprintf("the module does not compile: %v", r.err)}}}
+		}
+		return r.compiled, nil
+	case <-ctx.Done():
+		abandon()
+		return nil, ctx.Err()
+	case <-timer.C:
+		abandon()
+		return nil, &RejectedError{Rejections: []Rejection{{CodeCompileTimeout, fmt.Sprintf("compiling the module took longer than the compile timeout of %v: split its largest functions or reduce their blocks and loops", timeout)}}}
+	}
 }

@@ -112,7 +112,7 @@ func (rt *Runtime) startSession(parent context.Context, cfg instanceConfig, log 
 		ictx = subakohttp.WithCall(ictx, cfg.http)
 	}
 	ictx = experimental.WithMemoryAllocator(ictx, s.memory)
-	ictx = fuel.WithMeter(ictx, s.fuel)
+	ictx = fuel.WithTableBudget(fuel.WithMeter(ictx, s.fuel), s.memory)
 
 	if err := initialMemoryFits(cfg.compiled, lim.Memory); err != nil {
 		// wazero cannot start an instance whose initial memory the allocator

@@ -14,7 +14,11 @@
 //
 // The counter is checked only where a guest could otherwise run forever:
 // at loop headers and at the entries of functions that make calls (every
-// unbounded execution repeats one or the other). When it is negative the
+// unbounded execution repeats one or the other). A check whose segment runs
+// straight (no conditional, no call) into a nested loop's header moves to
+// that header, so loops nested directly share one check: every path round
+// any of them passes it, and wazero, whose compile time is quadratic in a
+// function's blocks, is not handed an if/else per loop. When it is negative the
 // guest calls refuel, where the host (Meter, via the context) checks the
 // deadline and budget and grants the next slice or ends the instance.
 // Functions with loops keep the counter in a local (a register) and write
@@ -46,6 +50,11 @@
 // The one inexactness: a trap other than unreachable loses the charges its
 // function made since its last call or entry when that function keeps the
 // counter in a local (still deterministic).
+//
+// Tables: wazero has no allocator hook for them, so in a module that uses
+// table.grow the rewriter also imports subako_fuel.grow_table and puts
+// every table.grow behind it; when the host (a TableBudget in the context)
+// refuses, the guest gets -1 without growing, as from a failed grow.
 //
 // DWARF (.debug_*), source maps and relocation sections locate code by
 // byte offset and would lie after the rewrite, so they are always dropped;

@@ -26,6 +26,7 @@ func FuzzInstrument(f *testing.F) {
 			}
 		}
 	}
+	f.Add(tableBomb(-2)) // a checked table.grow
 	ctx := context.Background()
 	r := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCoreFeatures(allFeatures))
 	f.Cleanup(func() { r.Close(ctx) })

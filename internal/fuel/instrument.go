@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/subako/subako-runner/internal/wasmbin"
@@ -21,6 +22,13 @@ const (
 	// left in the current slice (it starts at 0, so the first charge
 	// refuels).
 	CounterExport = "subako_fuel_counter"
+	// GrowTableName names the second injected import, of type
+	// (i32 table, i32 size, i32 delta) -> i32, added only to modules that
+	// use table.grow: every table.grow asks it first and, when it returns
+	// 0, yields -1 (the spec's "cannot grow") without growing. wazero has
+	// no allocator hook for tables, and an unchecked table.grow of 2^32-2
+	// elements makes the host allocate 32 GiB and die.
+	GrowTableName = "grow_table"
 )
 
 // Cost model constants for the size-dependent instructions.
@@ -54,8 +62,11 @@ var (
 	ErrUnsupported = errors.New("fuel: unsupported module feature")
 )
 
-// refuelType is the signature of the injected import.
-var refuelType = wasmbin.FuncType{Params: []wasmbin.ValType{wasmbin.I64}, Results: []wasmbin.ValType{wasmbin.I64}}
+// refuelType and growTableType are the signatures of the injected imports.
+var (
+	refuelType    = wasmbin.FuncType{Params: []wasmbin.ValType{wasmbin.I64}, Results: []wasmbin.ValType{wasmbin.I64}}
+	growTableType = wasmbin.FuncType{Params: []wasmbin.ValType{wasmbin.I32, wasmbin.I32, wasmbin.I32}, Results: []wasmbin.ValType{wasmbin.I32}}
+)
 
 // Instrument returns a copy of the module wasm with fuel metering injected
 // (see the package doc). It does not type-check: a module wazero would
@@ -90,36 +101,99 @@ func Instrument(wasm []byte) ([]byte, error) {
 		}
 	}
 
-	rw := &rewriter{m: m, nImpFuncs: uint32(m.NumImported(wasmbin.KindFunc))}
+	rw := &rewriter{m: m, nImpFuncs: uint32(m.NumImported(wasmbin.KindFunc)), added: 1}
 	rw.refuel = rw.nImpFuncs
 	rw.counter = uint32(m.NumImported(wasmbin.KindGlobal) + len(m.Globals))
-	rw.refuelType = uint32(len(m.Types))
-	rw.newType = true
-	for i, t := range m.Types {
-		if t.Equal(refuelType) {
-			rw.refuelType, rw.newType = uint32(i), false
-			break
+	rw.refuelType = rw.typeIndex(refuelType)
+	grows, err := rw.growsTables()
+	if err != nil {
+		return nil, err
+	}
+	if grows {
+		rw.added = 2
+		rw.growTable = rw.nImpFuncs + 1
+		rw.growTableType = rw.typeIndex(growTableType)
+		rw.tableTypes = make([]wasmbin.ValType, 0, len(m.Tables))
+		for _, im := range m.Imports {
+			if im.Kind == wasmbin.KindTable {
+				rw.tableTypes = append(rw.tableTypes, im.Table.ElemType)
+			}
+		}
+		for _, t := range m.Tables {
+			rw.tableTypes = append(rw.tableTypes, t.ElemType)
 		}
 	}
 	return rw.module(wasm)
 }
 
+// typeIndex returns the index of type t, appending it to the types the
+// rewriter adds when the module has no equal one.
+func (rw *rewriter) typeIndex(t wasmbin.FuncType) uint32 {
+	for i, u := range rw.m.Types {
+		if u.Equal(t) {
+			return uint32(i)
+		}
+	}
+	for i, u := range rw.newTypes {
+		if u.Equal(t) {
+			return uint32(len(rw.m.Types) + i)
+		}
+	}
+	rw.newTypes = append(rw.newTypes, t)
+	return uint32(len(rw.m.Types) + len(rw.newTypes) - 1)
+}
+
+// growsTables reports whether any function uses table.grow. Only bodies
+// holding the 0xfc prefix byte somewhere are walked.
+func (rw *rewriter) growsTables() (bool, error) {
+	w := &rw.scanW
+	in := &rw.scanIn
+	for i := range rw.m.Codes {
+		code := &rw.m.Codes[i]
+		if bytes.IndexByte(code.Expr, 0xfc) < 0 {
+			continue
+		}
+		w.Reset(code.Expr, code.ExprOffset)
+		for {
+			err := w.Next(in)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				return false, fmt.Errorf("fuel: function %d: %w", int(rw.nImpFuncs)+i, err)
+			}
+			if in.Op == wasmbin.OpTableGrow {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
+}
+
 type rewriter struct {
-	m          *wasmbin.Module
-	nImpFuncs  uint32
-	refuel     uint32 // function index of the import
-	counter    uint32 // global index of the counter
-	refuelType uint32
-	newType    bool // refuelType must be appended to the type section
+	m         *wasmbin.Module
+	nImpFuncs uint32
+	// added is how many imports the rewriter adds: refuel, and grow_table
+	// when the module uses table.grow.
+	added         uint32
+	refuel        uint32 // function index of the import
+	growTable     uint32 // function index of grow_table, when added
+	counter       uint32 // global index of the counter
+	refuelType    uint32
+	growTableType uint32
+	newTypes      []wasmbin.FuncType // appended to the type section
+	// tableTypes are the element types of the tables, imported first.
+	tableTypes []wasmbin.ValType
 	scanW      wasmbin.Walker
 	scanIn     wasmbin.Instr
 }
 
-// fn maps a function index of the input to the output: the import is
-// appended after the imported functions, so defined functions move up one.
+// fn maps a function index of the input to the output: the imports are
+// appended after the imported functions, so defined functions move up by
+// their number.
 func (rw *rewriter) fn(i uint32) uint32 {
 	if i >= rw.nImpFuncs {
-		return i + 1
+		return i + rw.added
 	}
 	return i
 }
@@ -189,14 +263,19 @@ func (rw *rewriter) content(id wasmbin.SectionID, old []byte) []byte {
 	var c []byte
 	switch id {
 	case wasmbin.SectionType:
-		if !rw.newType {
+		if len(rw.newTypes) == 0 {
 			return old
 		}
-		c = appendVec(make([]byte, 0, len(old)+8), len(m.Types)+1)
-		c = wasmbin.AppendFuncType(c, refuelType)
+		c = appendVec(make([]byte, 0, len(old)+16), len(m.Types)+len(rw.newTypes))
+		for _, t := range rw.newTypes {
+			c = wasmbin.AppendFuncType(c, t)
+		}
 	case wasmbin.SectionImport:
-		c = appendVec(make([]byte, 0, len(old)+32), len(m.Imports)+1)
+		c = appendVec(make([]byte, 0, len(old)+64), len(m.Imports)+int(rw.added))
 		c = wasmbin.AppendFuncImport(c, ImportModule, ImportName, rw.refuelType)
+		if rw.added == 2 {
+			c = wasmbin.AppendFuncImport(c, ImportModule, GrowTableName, rw.growTableType)
+		}
 	case wasmbin.SectionGlobal:
 		// Initialisers may hold ref.func, so globals are re-emitted.
 		c = wasmbin.AppendU32(make([]byte, 0, len(old)+8), uint32(len(m.Globals)+1))

@@ -160,17 +160,66 @@ func (m *Meter) note(counter int64) {
 	m.mu.Unlock()
 }
 
-// Instantiate defines the host module ImportModule with the refuel
-// function in r. Call it once per runtime, before instantiating any
-// instrumented module.
+// TableBudget decides whether an instance's tables may grow. The runtime's
+// per-instance memory account implements it, so that tables and linear
+// memory share one limit.
+type TableBudget interface {
+	// GrowTable reports whether table may grow from size to size+delta
+	// elements (delta > 0); true commits the growth to the account.
+	GrowTable(table, size, delta uint32) bool
+}
+
+type tableBudgetKey struct{}
+
+// WithTableBudget attaches b to ctx for the grow_table host function.
+func WithTableBudget(ctx context.Context, b TableBudget) context.Context {
+	return context.WithValue(ctx, tableBudgetKey{}, b)
+}
+
+// DefaultTableElements is the largest size a table may grow to when the
+// context has no TableBudget (8 MiB of host memory per table).
+const DefaultTableElements = 1 << 20
+
+// Instantiate defines the host module ImportModule with the refuel and
+// grow_table functions in r. Call it once per runtime, before
+// instantiating any instrumented module.
 func Instantiate(ctx context.Context, r wazero.Runtime) (api.Closer, error) {
+	i32 := api.ValueTypeI32
 	return r.NewHostModuleBuilder(ImportModule).
 		NewFunctionBuilder().
 		WithGoModuleFunction(api.GoModuleFunc(refuel), []api.ValueType{api.ValueTypeI64}, []api.ValueType{api.ValueTypeI64}).
 		WithParameterNames("counter").
 		WithResultNames("counter").
 		Export(ImportName).
+		NewFunctionBuilder().
+		WithGoModuleFunction(api.GoModuleFunc(growTable), []api.ValueType{i32, i32, i32}, []api.ValueType{i32}).
+		WithParameterNames("table", "size", "delta").
+		WithResultNames("granted").
+		Export(GrowTableName).
 		Instantiate(ctx)
+}
+
+// growTable answers an instrumented table.grow: 1 lets it run, 0 makes it
+// yield -1. A growth of nothing always runs (it allocates nothing); a
+// growth past 2^32-1 elements never does.
+func growTable(ctx context.Context, _ api.Module, stack []uint64) {
+	table, size, delta := uint32(stack[0]), uint32(stack[1]), uint32(stack[2])
+	ok := true
+	switch {
+	case delta == 0:
+	case uint64(size)+uint64(delta) >= 1<<32:
+		ok = false
+	default:
+		if b, _ := ctx.Value(tableBudgetKey{}).(TableBudget); b != nil {
+			ok = b.GrowTable(table, size, delta)
+		} else {
+			ok = uint64(size)+uint64(delta) <= DefaultTableElements
+		}
+	}
+	stack[0] = 0
+	if ok {
+		stack[0] = 1
+	}
 }
 
 // refuel runs when a charge overdrew the guest's counter: stack[0] is the

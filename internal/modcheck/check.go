@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/subako/subako-runner/internal/wasmbin"
+	"github.com/subako/subako-runner/limits"
 )
 
 const pageSize = 64 << 10
@@ -32,16 +33,49 @@ func Check(wasm []byte, opts Options) []Problem {
 	}
 	m, err := wasmbin.Decode(wasm)
 	if err != nil {
+		if errors.Is(err, wasmbin.ErrLimit) {
+			return []Problem{{CodeModuleTooComplex, "the module is too large to check " + errWhere(err)}}
+		}
 		return []Problem{{CodeInvalidModule, "the module is malformed " + errWhere(err)}}
 	}
 	c := &checker{m: m, opts: opts}
 	c.types()
 	c.imports()
 	c.memories()
+	c.tables()
 	c.tags()
 	c.exports()
+	c.segments()
 	c.code()
 	return c.problems
+}
+
+// CheckStructure runs only the structural bounds (module_too_complex,
+// table_too_large and memory_too_large): the checks that keep compiling
+// and instantiating a module bounded, for paths that compile a module
+// without the full upload checks (`run`). A module that does not decode is
+// reported as Check reports it.
+func CheckStructure(wasm []byte, opts Options) []Problem {
+	m, err := wasmbin.Decode(wasm)
+	if err != nil {
+		if errors.Is(err, wasmbin.ErrLimit) {
+			return []Problem{{CodeModuleTooComplex, "the module is too large to check " + errWhere(err)}}
+		}
+		return []Problem{{CodeInvalidModule, "the module is malformed " + errWhere(err)}}
+	}
+	c := &checker{m: m, opts: opts}
+	c.memories()
+	c.tables()
+	c.segments()
+	c.code()
+	var out []Problem
+	for _, p := range c.problems {
+		switch p.Code {
+		case CodeModuleTooComplex, CodeTableTooLarge, CodeMemoryTooLarge, CodeInvalidModule:
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func errMsg(err error) string {
@@ -109,6 +143,14 @@ func (c *checker) imports() {
 			continue
 		default:
 			c.add(CodeNonFunctionImport, "import %q.%q is a %s; ABI 1 modules may import only functions (define and export your own memory, tables and globals)", im.Module, im.Name, im.Kind)
+			// Neither host module provides anything but functions, so the
+			// import cannot link either: say so with the code a linker
+			// failure has, naming the module when it is not a host one.
+			if _, known, _ := lookupSig(im.Module, ""); known {
+				c.add(CodeUnknownImport, "import %q.%q: %s provides only functions, no %s named %q", im.Module, im.Name, im.Module, im.Kind, im.Name)
+			} else {
+				c.add(CodeUnknownImport, "import %q.%q: subako provides only wasi_snapshot_preview1 and subako_http imports", im.Module, im.Name)
+			}
 			if im.Kind == wasmbin.KindMemory && im.Memory.Shared {
 				c.add(CodeThreads, "imported memory %q.%q is shared (threads); shared memory is not supported", im.Module, im.Name)
 			}
@@ -141,6 +183,76 @@ func (c *checker) memories() {
 		}
 		if max := c.opts.MaxMemoryBytes; max > 0 && l.Min > uint64(max)/pageSize {
 			c.add(CodeMemoryTooLarge, "memory %d starts at %d pages of 64 KiB (%s), above the memory limit of %s", idx, l.Min, pagesBytes(l.Min), formatBytes(max))
+		}
+	}
+}
+
+// tables checks the tables' initial sizes against the memory limit: the
+// host holds 8 bytes per element (limits.TableElementBytes), allocated when
+// the instance starts, before any instruction could be refused.
+func (c *checker) tables() {
+	max := c.opts.MaxMemoryBytes
+	if max <= 0 {
+		return
+	}
+	imported := c.m.NumImported(wasmbin.KindTable)
+	var total uint64
+	for i, t := range c.m.Tables {
+		idx := imported + i
+		total += t.Limits.Min
+		if t.Limits.Min > uint64(max/limits.TableElementBytes) {
+			c.add(CodeTableTooLarge, "table %d starts at %d elements (%s at %d bytes each), above the memory limit of %s", idx, t.Limits.Min, elemBytes(t.Limits.Min), limits.TableElementBytes, formatBytes(max))
+			return
+		}
+	}
+	if total > uint64(max/limits.TableElementBytes) {
+		c.add(CodeTableTooLarge, "the module's %d tables start at %d elements in all (%s at %d bytes each), above the memory limit of %s", len(c.m.Tables), total, elemBytes(total), limits.TableElementBytes, formatBytes(max))
+		return
+	}
+	// Tables and linear memory share the limit.
+	var memory uint64
+	for _, l := range c.m.Memories {
+		memory += l.Min * pageSize
+	}
+	if total > 0 && memory <= uint64(max) && total*uint64(limits.TableElementBytes)+memory > uint64(max) {
+		c.add(CodeTableTooLarge, "the tables start at %d elements (%s at %d bytes each), which with the initial memory of %s is above the memory limit of %s", total, elemBytes(total), limits.TableElementBytes, formatBytes(int64(memory)), formatBytes(max))
+	}
+}
+
+func elemBytes(n uint64) string {
+	if n > 1<<50 {
+		return fmt.Sprintf("%d elements", n)
+	}
+	return formatBytes(int64(n) * limits.TableElementBytes)
+}
+
+// segments checks the function count and the element and data segments:
+// each function, element entry and data segment costs the compiler or
+// every instance host memory, whatever its size in the module.
+func (c *checker) segments() {
+	st := c.opts.Structure
+	if n := len(c.m.Codes) + c.m.NumImported(wasmbin.KindFunc); st.Functions > 0 && n > st.Functions {
+		c.add(CodeModuleTooComplex, "the module has %d functions, above the limit of %d", n, st.Functions)
+	}
+	if st.ElementEntries > 0 {
+		entries := 0
+		for _, e := range c.m.Elements {
+			entries += len(e.Funcs) + len(e.Exprs)
+		}
+		if entries > st.ElementEntries {
+			c.add(CodeModuleTooComplex, "the element segments have %d entries in all, above the limit of %d (every instance copies them)", entries, st.ElementEntries)
+		}
+	}
+	if n := len(c.m.Data); st.DataSegments > 0 && n > st.DataSegments {
+		c.add(CodeModuleTooComplex, "the module has %d data segments, above the limit of %d: merge them (every instance keeps each one)", n, st.DataSegments)
+	}
+	if st.CodeSize > 0 {
+		var total int64
+		for i := range c.m.Codes {
+			total += int64(len(c.m.Codes[i].Body))
+		}
+		if total > st.CodeSize {
+			c.add(CodeModuleTooComplex, "the module has %s of code, above the limit of %s", formatBytes(total), formatBytes(st.CodeSize))
 		}
 	}
 }
@@ -252,11 +364,13 @@ func (c *checker) code() {
 	malformed := 0
 	var in wasmbin.Instr
 	w := wasmbin.NewWalker(nil, 0)
+	st := &shape{limits: c.opts.Structure}
 	for i := range c.m.Codes {
 		code := &c.m.Codes[i]
 		fn := imported + i
 		w.Reset(code.Expr, code.ExprOffset)
 		lastAtomic, lastEH := -1, -1
+		st.start(fn, len(code.Body))
 		for {
 			err := w.Next(&in)
 			if err == io.EOF {
@@ -270,6 +384,7 @@ func (c *checker) code() {
 				}
 				break
 			}
+			st.note(&in)
 			switch {
 			case in.Op.IsAtomic():
 				atomics.note(in.Op, fn, lastAtomic != fn)
@@ -279,7 +394,9 @@ func (c *checker) code() {
 				lastEH = fn
 			}
 		}
+		st.end()
 	}
+	st.report(c)
 	if extra := malformed - maxMalformedReports; extra > 0 {
 		if extra == 1 {
 			c.add(CodeInvalidModule, "1 more function is malformed")
@@ -298,6 +415,123 @@ func (c *checker) code() {
 		}
 		c.add(CodeExceptions, "%s uses the exception-handling instruction `%s` (%s); exception handling is not supported%s",
 			c.funcName(fn), op, kind, eh.summary("exception-handling"))
+	}
+}
+
+// shape measures the control structure of every function against
+// limits.Structure in the same walk as the instruction checks, and keeps the
+// first function over each bound, to name it.
+type shape struct {
+	limits limits.Structure
+	fn     int
+	depth  int
+	blocks int
+	loops  int
+	cost   int64 // sum of the finished functions' (blocks+loops)^2
+	// brCounted: this function is already counted over the br_table bound.
+	brCounted bool
+
+	// The first function over each bound (-1: none) and its value.
+	// open: whether each open block is a loop; loopDepth counts the trues.
+	open      []bool
+	loopDepth int
+
+	size, nesting, loopNesting, blocksOver, brTable struct {
+		fn    int
+		value int64
+		n     int // functions over the bound
+	}
+	costFn    int   // the function that contributed most to cost
+	costFnVal int64 // its contribution
+}
+
+func (s *shape) start(fn, size int) {
+	s.fn, s.depth, s.blocks, s.loops, s.brCounted = fn, 0, 0, 0, false
+	s.open, s.loopDepth = s.open[:0], 0
+	if s.limits.FunctionSize > 0 && int64(size) > s.limits.FunctionSize {
+		over(&s.size, fn, int64(size))
+	}
+}
+
+func over(o *struct {
+	fn    int
+	value int64
+	n     int
+}, fn int, v int64) {
+	if o.n == 0 {
+		o.fn, o.value = fn, v
+	}
+	o.n++
+}
+
+func (s *shape) note(in *wasmbin.Instr) {
+	switch in.Op {
+	case wasmbin.OpLoop, wasmbin.OpBlock, wasmbin.OpIf, wasmbin.OpTry, wasmbin.OpTryTable:
+		loop := in.Op == wasmbin.OpLoop
+		if loop {
+			s.loops++
+			s.loopDepth++
+			if l := s.limits.LoopNesting; l > 0 && s.loopDepth == l+1 {
+				over(&s.loopNesting, s.fn, int64(s.loopDepth))
+			}
+		}
+		s.open = append(s.open, loop)
+		s.blocks++
+		s.depth++
+		if l := s.limits.Nesting; l > 0 && s.depth == l+1 {
+			over(&s.nesting, s.fn, int64(s.depth))
+		}
+		if l := s.limits.FunctionBlocks; l > 0 && s.blocks == l+1 {
+			over(&s.blocksOver, s.fn, int64(s.blocks))
+		}
+	case wasmbin.OpEnd:
+		s.depth--
+		if n := len(s.open); n > 0 {
+			if s.open[n-1] {
+				s.loopDepth--
+			}
+			s.open = s.open[:n-1]
+		}
+	case wasmbin.OpBrTable:
+		if l := s.limits.BrTableTargets; l > 0 && len(in.Labels) > l && !s.brCounted {
+			over(&s.brTable, s.fn, int64(len(in.Labels)))
+			s.brCounted = true // count functions, not br_tables
+		}
+	}
+}
+
+func (s *shape) end() {
+	b := int64(s.blocks + s.loops)
+	s.cost += b * b
+	if b*b > s.costFnVal {
+		s.costFn, s.costFnVal = s.fn, b*b
+	}
+}
+
+func (s *shape) report(c *checker) {
+	more := func(n int) string {
+		if n <= 1 {
+			return ""
+		}
+		return fmt.Sprintf(" (%d functions in all)", n)
+	}
+	if o := s.size; o.n > 0 {
+		c.add(CodeModuleTooComplex, "%s is %s, above the function size limit of %s%s", c.funcName(o.fn), formatBytes(o.value), formatBytes(s.limits.FunctionSize), more(o.n))
+	}
+	if o := s.nesting; o.n > 0 {
+		c.add(CodeModuleTooComplex, "%s nests blocks more than %d deep, above the nesting limit of %d%s", c.funcName(o.fn), s.limits.Nesting, s.limits.Nesting, more(o.n))
+	}
+	if o := s.loopNesting; o.n > 0 {
+		c.add(CodeModuleTooComplex, "%s nests loops more than %d deep, above the loop nesting limit of %d%s", c.funcName(o.fn), s.limits.LoopNesting, s.limits.LoopNesting, more(o.n))
+	}
+	if o := s.blocksOver; o.n > 0 {
+		c.add(CodeModuleTooComplex, "%s has more than %d blocks, loops and ifs, above the limit of %d a function may have%s", c.funcName(o.fn), s.limits.FunctionBlocks, s.limits.FunctionBlocks, more(o.n))
+	}
+	if o := s.brTable; o.n > 0 {
+		c.add(CodeModuleTooComplex, "%s has a br_table of %d labels, above the limit of %d%s", c.funcName(o.fn), o.value, s.limits.BrTableTargets, more(o.n))
+	}
+	if l := s.limits.ControlCost; l > 0 && s.cost > l {
+		c.add(CodeModuleTooComplex, "the functions' control structure would take too long to compile: its cost (the sum over functions of the square of their block count, loops counted twice) is %d, above the limit of %d; %s contributes %d", s.cost, l, c.funcName(s.costFn), s.costFnVal)
 	}
 }
 

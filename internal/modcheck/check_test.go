@@ -8,12 +8,14 @@ import (
 	"testing"
 
 	"github.com/subako/subako-runner/internal/testguest"
+	"github.com/subako/subako-runner/limits"
 )
 
 const checksDir = "../../testdata/checks"
 
-// defaultOpts are the §9 defaults: 256 MiB of memory.
-var defaultOpts = Options{MaxMemoryBytes: 256 << 20}
+// defaultOpts are the §9 defaults: 256 MiB of memory, and the default
+// structural bounds.
+var defaultOpts = Options{MaxMemoryBytes: 256 << 20, Structure: limits.DefaultStructure()}
 
 func fixture(t testing.TB, name string) []byte {
 	t.Helper()
@@ -72,8 +74,19 @@ func TestCheckReportsEachCodeForItsFixture(t *testing.T) {
 		}},
 		{"non_function_import.wasm", []want{
 			{CodeNonFunctionImport, []string{`import "env"."memory" is a memory`}},
+			{CodeUnknownImport, []string{`import "env"."memory"`, "only wasi_snapshot_preview1 and subako_http"}},
 			{CodeNonFunctionImport, []string{`import "env"."table" is a table`}},
+			{CodeUnknownImport, []string{`import "env"."table"`}},
 			{CodeNonFunctionImport, []string{`import "env"."g" is a global`}},
+			{CodeUnknownImport, []string{`import "env"."g"`}},
+		}},
+		// clang -pthread's imported shared memory: three problems, each
+		// with its own code (issue 11, item 5).
+		{"env_shared_memory.wasm", []want{
+			{CodeNonFunctionImport, []string{`import "env"."memory" is a memory`}},
+			{CodeUnknownImport, []string{`import "env"."memory"`, "only wasi_snapshot_preview1 and subako_http"}},
+			{CodeThreads, []string{`imported memory "env"."memory" is shared`}},
+			{CodeMissingMemory, []string{`as "memory"`}},
 		}},
 		{"memory_too_large.wasm", []want{{CodeMemoryTooLarge, []string{"memory 0", "4097 pages", "256 MiB"}}}},
 		{"several.wasm", []want{
@@ -193,7 +206,9 @@ func TestCheckEdgeCases(t *testing.T) {
 			[]string{CodeInvalidModule, CodeUnknownImport}, []string{"refers to type 5", `"subako_http"."x"`}},
 		{"core version 2", []byte("\x00asm\x02\x00\x00\x00"), []string{CodeInvalidModule}, []string{"version 2"}},
 		{"shared imported memory", mod("\x02\x09\x01\x01m\x01n\x02\x03\x01\x01", typeVoid[:0]),
-			[]string{CodeNonFunctionImport, CodeThreads, CodeMissingStart, CodeMissingMemory}, []string{`"m"."n" is a memory`, `"m"."n" is shared`}},
+			[]string{CodeNonFunctionImport, CodeUnknownImport, CodeThreads, CodeMissingStart, CodeMissingMemory}, []string{`"m"."n" is a memory`, `"m"."n": subako provides only`, `"m"."n" is shared`}},
+		{"memory imported from wasi", mod("\x02\x22\x01\x16wasi_snapshot_preview1\x06memory\x02\x00\x01", typeVoid[:0]),
+			[]string{CodeNonFunctionImport, CodeUnknownImport, CodeMissingStart, CodeMissingMemory}, []string{`is a memory`, `wasi_snapshot_preview1 provides only functions, no memory named "memory"`}},
 		{"five malformed bodies", mod(typeVoid, "\x03\x06\x05\x00\x00\x00\x00\x00", memOne, exportBoth,
 			"\x0a\x10\x05"+strings.Repeat("\x02\x00\x27", 5)),
 			[]string{CodeInvalidModule, CodeInvalidModule, CodeInvalidModule, CodeInvalidModule},

@@ -8,6 +8,10 @@
 // component, "invalid instruction 0x6" for legacy exceptions, silence for a
 // reactor), and because authors should see all their problems at once, not
 // the first one. It does not type-check: the caller still compiles with
-// wazero. It also holds the import allowlist (WASIFunctions,
+// wazero. It also checks the module's shape against limits.Structure
+// (module_too_complex) and its tables against the memory limit
+// (table_too_large), in the same linear walk, so that what it passes
+// compiles and instantiates in bounded time and memory; CheckStructure runs
+// only those, for paths that compile without the full checks. It also holds the import allowlist (WASIFunctions,
 // SubakoHTTPFunctions, LookupImport) for the host layers to share.
 package modcheck

@@ -1,6 +1,10 @@
 package modcheck
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/subako/subako-runner/limits"
+)
 
 // Problem codes (host-contract §2). They are stable: callers, the CLI's
 // JSON output and package authors' tooling match on them.
@@ -19,6 +23,13 @@ const (
 	CodeImportSignature   = "import_signature"
 	CodeNonFunctionImport = "non_function_import"
 	CodeMemoryTooLarge    = "memory_too_large"
+	// CodeTableTooLarge: a table's initial size (8 bytes an element) is
+	// above the memory limit. Decided here; host-contract §2 has no table
+	// code because the seed never mentions tables.
+	CodeTableTooLarge = "table_too_large"
+	// CodeModuleTooComplex: the module is over a structural bound
+	// (limits.Structure) that keeps compiling and instantiating it bounded.
+	CodeModuleTooComplex = "module_too_complex"
 )
 
 // Problem is one failed check: a stable code and a sentence for the package
@@ -36,6 +47,9 @@ type Options struct {
 	// above it is reported as memory_too_large. Zero or negative disables
 	// the check.
 	MaxMemoryBytes int64
+	// Structure bounds the module's shape (module_too_complex); a zero
+	// field is not checked.
+	Structure limits.Structure
 }
 
 // ModuleTooLarge is the module_too_large problem for a module of size bytes

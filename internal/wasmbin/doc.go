@@ -11,5 +11,7 @@
 // Untrusted input is the normal case: no input makes it panic, every error is
 // an *Error carrying the byte offset where decoding stopped, and allocations
 // are bounded by the input's size (a vector count is never trusted beyond the
-// bytes that could hold it).
+// bytes that could hold it) and by the implementation limits (Max*, wrapped
+// as ErrLimit) for vectors whose decoded entries are many times larger than
+// their encoding.
 package wasmbin

@@ -21,6 +21,10 @@ var (
 	ErrLEBTooLarge = errors.New("integer too large")
 	// ErrUnknownOpcode: an instruction opcode this decoder does not know.
 	ErrUnknownOpcode = errors.New("unknown opcode")
+	// ErrLimit: the module is well formed but over one of the decoder's
+	// implementation limits (see Max*): a count that would make the host
+	// allocate far more than the module's own size.
+	ErrLimit = errors.New("over an implementation limit")
 )
 
 // Error is a decoding failure at a byte offset of the module (offsets are

@@ -6,6 +6,29 @@ package wasmbin
 // host allocate gigabytes before any check of the body.
 const MaxFunctionLocals = 50_000
 
+// Implementation limits of the decoder, the embedder limits of the
+// WebAssembly JS API (which V8 and SpiderMonkey enforce) where it has one.
+// Each bounds a vector whose entries the decoder (and later the compiler
+// and every instance) expands to many times their encoded size: a 64 MiB
+// module of 2-byte data segments would otherwise cost gigabytes of host
+// memory before any check could look at it. Real toolchains stay orders of
+// magnitude below them; the upload checks (internal/modcheck) apply the
+// tighter, configurable limits of package limits on top.
+const (
+	MaxTypes           = 1_000_000
+	MaxImports         = 100_000
+	MaxExports         = 100_000
+	MaxFunctions       = 1_000_000
+	MaxTables          = 100_000
+	MaxMemories        = 100
+	MaxTags            = 1_000_000
+	MaxGlobals         = 1_000_000
+	MaxElementSegments = 100_000
+	// MaxElementEntries bounds the entries of all element segments together.
+	MaxElementEntries = 10_000_000
+	MaxDataSegments   = 100_000
+)
+
 // Module is a decoded module. Function bodies are split into locals and
 // expression but their instructions are not decoded: walk them with a
 // Walker.
@@ -130,7 +153,7 @@ func (m *Module) decodeSection(id SectionID, r *reader) error {
 	case SectionImport:
 		return m.decodeImports(r)
 	case SectionFunction:
-		n, err := r.count("function", 1)
+		n, err := r.countMax("function", 1, MaxFunctions)
 		if err != nil {
 			return err
 		}
@@ -141,7 +164,7 @@ func (m *Module) decodeSection(id SectionID, r *reader) error {
 			}
 		}
 	case SectionTable:
-		n, err := r.count("table", 3)
+		n, err := r.countMax("table", 3, MaxTables)
 		if err != nil {
 			return err
 		}
@@ -152,7 +175,7 @@ func (m *Module) decodeSection(id SectionID, r *reader) error {
 			}
 		}
 	case SectionMemory:
-		n, err := r.count("memory", 2)
+		n, err := r.countMax("memory", 2, MaxMemories)
 		if err != nil {
 			return err
 		}
@@ -163,7 +186,7 @@ func (m *Module) decodeSection(id SectionID, r *reader) error {
 			}
 		}
 	case SectionTag:
-		n, err := r.count("tag", 2)
+		n, err := r.countMax("tag", 2, MaxTags)
 		if err != nil {
 			return err
 		}
@@ -174,7 +197,7 @@ func (m *Module) decodeSection(id SectionID, r *reader) error {
 			}
 		}
 	case SectionGlobal:
-		n, err := r.count("global", 3)
+		n, err := r.countMax("global", 3, MaxGlobals)
 		if err != nil {
 			return err
 		}
@@ -211,7 +234,7 @@ func (m *Module) decodeSection(id SectionID, r *reader) error {
 }
 
 func (m *Module) decodeTypes(r *reader) error {
-	n, err := r.count("type", 3)
+	n, err := r.countMax("type", 3, MaxTypes)
 	if err != nil {
 		return err
 	}
@@ -323,7 +346,7 @@ func readExpr(r *reader) (Expr, error) {
 }
 
 func (m *Module) decodeImports(r *reader) error {
-	n, err := r.count("import", 4)
+	n, err := r.countMax("import", 4, MaxImports)
 	if err != nil {
 		return err
 	}
@@ -367,7 +390,7 @@ func (m *Module) decodeImports(r *reader) error {
 }
 
 func (m *Module) decodeExports(r *reader) error {
-	n, err := r.count("export", 3)
+	n, err := r.countMax("export", 3, MaxExports)
 	if err != nil {
 		return err
 	}
@@ -395,11 +418,12 @@ func (m *Module) decodeExports(r *reader) error {
 }
 
 func (m *Module) decodeElements(r *reader) error {
-	n, err := r.count("element segment", 2)
+	n, err := r.countMax("element segment", 2, MaxElementSegments)
 	if err != nil {
 		return err
 	}
 	m.Elements = make([]Element, n)
+	entries := 0 // in the segments before this one
 	for i := range m.Elements {
 		e := &m.Elements[i]
 		e.At = r.off()
@@ -439,10 +463,11 @@ func (m *Module) decodeElements(r *reader) error {
 					return errAt(at, nil, "unknown element kind 0x%02x", k)
 				}
 			}
-			cnt, err := r.count("element function index", 1)
+			cnt, err := r.countMax("element function index", 1, MaxElementEntries-entries)
 			if err != nil {
 				return err
 			}
+			entries += cnt
 			e.Funcs = make([]uint32, cnt)
 			for j := range e.Funcs {
 				if e.Funcs[j], err = r.u32("element function index"); err != nil {
@@ -456,10 +481,11 @@ func (m *Module) decodeElements(r *reader) error {
 				return err
 			}
 		}
-		cnt, err := r.count("element expression", 2)
+		cnt, err := r.countMax("element expression", 2, MaxElementEntries-entries)
 		if err != nil {
 			return err
 		}
+		entries += cnt
 		e.Exprs = make([]Expr, cnt)
 		for j := range e.Exprs {
 			if e.Exprs[j], err = readExpr(r); err != nil {
@@ -471,7 +497,7 @@ func (m *Module) decodeElements(r *reader) error {
 }
 
 func (m *Module) decodeCodes(r *reader) error {
-	n, err := r.count("function body", 2)
+	n, err := r.countMax("function body", 2, MaxFunctions)
 	if err != nil {
 		return err
 	}
@@ -518,7 +544,7 @@ func (m *Module) decodeCodes(r *reader) error {
 }
 
 func (m *Module) decodeData(r *reader) error {
-	n, err := r.count("data segment", 2)
+	n, err := r.countMax("data segment", 2, MaxDataSegments)
 	if err != nil {
 		return err
 	}

@@ -110,6 +110,20 @@ func (r *reader) count(what string, minSize int) (int, error) {
 	return int(n), nil
 }
 
+// countMax is count with an implementation limit: a vector longer than max
+// is refused (wrapping ErrLimit) before anything is allocated for it.
+func (r *reader) countMax(what string, minSize, max int) (int, error) {
+	at := r.off()
+	n, err := r.count(what, minSize)
+	if err != nil {
+		return 0, err
+	}
+	if n > max {
+		return 0, errAt(at, ErrLimit, "%s count %d is above the limit of %d", what, n, max)
+	}
+	return n, nil
+}
+
 func (r *reader) name(what string) (string, error) {
 	at := r.off()
 	n, err := r.u32(what + " length")
