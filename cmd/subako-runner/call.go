@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/subako/subako-runner/protocol"
 	"github.com/subako/subako-runner/runtime"
 )
@@ -25,35 +27,43 @@ type callReport struct {
 	TmpDir    string              `json:"tmpDir,omitempty"`
 }
 
-func runCall(ctx context.Context, e *env, args []string) int {
-	var o options
-	fs := newFlagSet(e, "call", "PACKAGE TOOL [ARGS_JSON]", "Check and discover PACKAGE, then call TOOL once with ARGS_JSON (default {}) in a fresh\ninstance, and print the view the model reads.")
-	o.addOutput(fs)
-	o.addLimits(fs)
-	o.addVolumes(fs)
-	o.addNetwork(fs)
-	fs.StringVar(&o.argsFile, "args-file", "", "read ARGS_JSON from `FILE` (- for stdin)")
-	rest, err := parseArgs(fs, args, 2, 3)
-	if err != nil {
-		return flagExit(err)
+func newCallCmd(a *app) *cobra.Command {
+	var h hostFlags
+	var c callFlags
+	var argsFile string
+	cmd := &cobra.Command{
+		Use:   "call [flags] PACKAGE TOOL [ARGS_JSON]",
+		Short: "validate, discover, then call one tool and print the model view",
+		Long:  "Check and discover PACKAGE, then call TOOL once with ARGS_JSON (default {}) in a fresh\ninstance, and print the view the model reads.",
+		Args:  positionals([]string{"PACKAGE", "TOOL", "ARGS_JSON"}, 2, 3),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			arguments, err := readArgs(a.e, argsFile, args[2:])
+			if err != nil {
+				return usageErr(cmd, "%v", err)
+			}
+			req, err := c.request(a.e, args[1], arguments)
+			if err != nil {
+				return usageErr(cmd, "%v", err)
+			}
+			return status(runCall(a.ctx, a.e, &h, &c, args[0], req))
+		},
 	}
-	arguments, err := readArgs(e, &o, rest[2:])
+	h.register(cmd, true)
+	c.register(cmd)
+	cmd.Flags().StringVar(&argsFile, "args-file", "", "read ARGS_JSON from `FILE` (- for stdin)")
+	return cmd
+}
+
+func runCall(ctx context.Context, e *env, h *hostFlags, c *callFlags, path string, req runtime.CallRequest) int {
+	rt, err := h.openRuntime(ctx, e, *req.Limits)
 	if err != nil {
 		return fail(e, "%v", err)
-	}
-	policy, err := o.policy(e)
-	if err != nil {
-		return fail(e, "%v", err)
-	}
-	rt, code := openRuntime(ctx, e, &o)
-	if rt == nil {
-		return code
 	}
 	defer rt.Close(ctx)
-	pkg, err := rt.Load(ctx, rest[0])
+	pkg, err := rt.Load(ctx, path)
 	if err != nil {
 		var rej *runtime.RejectedError
-		if o.json && errors.As(err, &rej) {
+		if h.json && errors.As(err, &rej) {
 			outcome, code := "rejected", exitRejected
 			if rej.Crash != nil {
 				outcome, code = "crashed", exitCrashed
@@ -61,38 +71,36 @@ func runCall(ctx context.Context, e *env, args []string) int {
 			writeJSON(e, callReport{Outcome: outcome, Rejection: rej.Rejections, Crash: rej.Crash})
 			return code
 		}
-		return reportPackageError(e, &o, err)
+		return reportPackageError(e, h, err)
 	}
 	defer pkg.Close(ctx)
 
-	req := runtime.CallRequest{Tool: rest[1], Arguments: arguments, Tmp: o.tmp, Data: o.data, Skills: o.skills, Network: policy}
-	lim := rt.Limits()
-	req.Limits = &lim
 	res, err := pkg.Call(ctx, req)
 	if err != nil {
 		return fail(e, "%v", err)
 	}
-	if !o.keepTmp {
+	keep := c.volumes.keepTmp
+	if !keep {
 		defer res.Release()
 	}
 
-	code = exitOK
+	code := exitOK
 	switch res.Outcome {
 	case runtime.OutcomeToolError:
 		code = exitToolError
 	case runtime.OutcomeCrashed:
 		code = exitCrashed
 	}
-	if o.json {
+	if h.json {
 		rep := callReport{Outcome: string(res.Outcome), Result: res.Result, View: res.View, Crash: res.Crash, Stats: &res.Stats}
-		if o.keepTmp {
+		if keep {
 			rep.TmpDir = res.TmpDir
 		}
 		writeJSON(e, rep)
 		return code
 	}
 	printCall(e.stdout, res)
-	if o.keepTmp {
+	if keep {
 		fmt.Fprintf(e.stdout, "\n/volume/tmp kept at %s\n", res.TmpDir)
 	}
 	return code
