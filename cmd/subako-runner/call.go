@@ -49,17 +49,18 @@ func newCallCmd(a *app) *cobra.Command {
 		},
 	}
 	h.register(cmd, true)
+	h.registerTrace(cmd)
 	c.register(cmd)
 	cmd.Flags().StringVar(&argsFile, "args-file", "", "read ARGS_JSON from `FILE` (- for stdin)")
 	return cmd
 }
 
 func runCall(ctx context.Context, e *env, h *hostFlags, c *callFlags, path string, req runtime.CallRequest) int {
-	rt, err := h.openRuntime(ctx, e, *req.Limits)
+	rt, closeRT, err := h.openRuntime(ctx, e, *req.Limits, path)
 	if err != nil {
 		return fail(e, "%v", err)
 	}
-	defer rt.Close(ctx)
+	defer closeRT()
 	pkg, err := rt.Load(ctx, path)
 	if err != nil {
 		var rej *runtime.RejectedError

@@ -52,6 +52,7 @@ func newCheckCmd(a *app) *cobra.Command {
 		},
 	}
 	h.register(cmd, true)
+	h.registerTrace(cmd)
 	l.register(cmd, "")
 	cmd.Flags().StringVar(&format, "format", "human", "report `FORMAT`: human, json or junit (--json is --format json)")
 	cmd.Flags().StringVar(&examplesFile, "examples", "", "JSON `FILE` mapping tool names to arrays of argument objects to call and report")
@@ -59,11 +60,11 @@ func newCheckCmd(a *app) *cobra.Command {
 }
 
 func runCheck(ctx context.Context, e *env, h *hostFlags, lim limits.Limits, f conformance.Format, opts conformance.Options, path string) int {
-	rt, err := h.openRuntime(ctx, e, lim)
+	rt, closeRT, err := h.openRuntime(ctx, e, lim, path)
 	if err != nil {
 		return fail(e, "%v", err)
 	}
-	defer rt.Close(ctx)
+	defer closeRT()
 	rep, err := conformance.Run(ctx, rt, path, opts)
 	if err != nil {
 		return fail(e, "%v", err)

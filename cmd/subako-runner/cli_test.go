@@ -299,5 +299,3 @@ func FuzzParseFuel(f *testing.F) {
 }
 
 func filepathFromSlash(p string) string { return filepath.FromSlash(p) }
-
-

@@ -72,11 +72,11 @@ func newValidateCmd(a *app) *cobra.Command {
 }
 
 func runValidate(ctx context.Context, e *env, h *hostFlags, lim limits.Limits, path string) int {
-	rt, err := h.openRuntime(ctx, e, lim)
+	rt, closeRT, err := h.openRuntime(ctx, e, lim, path)
 	if err != nil {
 		return fail(e, "%v", err)
 	}
-	defer rt.Close(ctx)
+	defer closeRT()
 	checked, err := rt.Validate(ctx, path)
 	if err != nil {
 		return reportPackageError(e, h, err)
@@ -113,16 +113,17 @@ func newDiscoverCmd(a *app) *cobra.Command {
 		},
 	}
 	h.register(cmd, true)
+	h.registerTrace(cmd)
 	l.register(cmd, "wall-clock limit of the discovery run, e.g. 30s (default 10s, as at upload)")
 	return cmd
 }
 
 func runDiscover(ctx context.Context, e *env, h *hostFlags, lim limits.Limits, path string) int {
-	rt, err := h.openRuntime(ctx, e, lim)
+	rt, closeRT, err := h.openRuntime(ctx, e, lim, path)
 	if err != nil {
 		return fail(e, "%v", err)
 	}
-	defer rt.Close(ctx)
+	defer closeRT()
 	pkg, err := rt.Load(ctx, path)
 	if err != nil {
 		return reportPackageError(e, h, err)

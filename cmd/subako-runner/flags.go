@@ -31,6 +31,7 @@ type hostFlags struct {
 	logFormat string
 	noCache   bool
 	quiet     bool
+	trace     string // "-" for stderr
 }
 
 // register adds the flags; withJSON adds --json too.
@@ -66,11 +67,19 @@ func (h *hostFlags) logger(w io.Writer) (*zap.Logger, error) {
 	return zap.New(zapcore.NewCore(enc, zapcore.AddSync(w), level)), nil
 }
 
-// runtimeConfig builds the runtime configuration from the flags.
-func (h *hostFlags) runtimeConfig(e *env, lim limits.Limits) (runtime.Config, error) {
+// registerTrace adds --trace (discover, call, check, mcp).
+func (h *hostFlags) registerTrace(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&h.trace, "trace", "", "write every line the host and the module exchange, timestamped, on stderr (or with =FILE to FILE)")
+	cmd.Flags().Lookup("trace").NoOptDefVal = "-"
+}
+
+// runtimeConfig builds the runtime configuration from the flags. path
+// names the package or module in the progress line. The returned function
+// releases what the configuration opened (a --trace file).
+func (h *hostFlags) runtimeConfig(e *env, lim limits.Limits, path string) (runtime.Config, func(), error) {
 	log, err := h.logger(e.stderr)
 	if err != nil {
-		return runtime.Config{}, err
+		return runtime.Config{}, nil, err
 	}
 	cfg := runtime.Config{Logger: log, Limits: &lim}
 	if !h.noCache {
@@ -78,16 +87,41 @@ func (h *hostFlags) runtimeConfig(e *env, lim limits.Limits) (runtime.Config, er
 			cfg.CompilationCacheDir = filepath.Join(dir, "subako-runner", "compiled")
 		}
 	}
-	return cfg, nil
+	release := func() {}
+	switch h.trace {
+	case "":
+	case "-":
+		cfg.Trace = (&tracer{w: e.stderr}).event
+	default:
+		f, err := os.Create(h.trace)
+		if err != nil {
+			return runtime.Config{}, nil, fmt.Errorf("--trace: %v", err)
+		}
+		cfg.Trace = (&tracer{w: f}).event
+		release = func() { f.Close() }
+	}
+	// The status line only on a terminal, and not over a trace on stderr.
+	var statusTo io.Writer
+	if !h.quiet && h.trace != "-" && e.terminal(e.stderr) {
+		statusTo = e.stderr
+	}
+	cfg.Progress = newProgress(statusTo, log, path, cfg.CompilationCacheDir).event
+	return cfg, release, nil
 }
 
-// openRuntime creates the runtime from the flags.
-func (h *hostFlags) openRuntime(ctx context.Context, e *env, lim limits.Limits) (*runtime.Runtime, error) {
-	cfg, err := h.runtimeConfig(e, lim)
+// openRuntime creates the runtime from the flags; close releases it and
+// what the flags opened.
+func (h *hostFlags) openRuntime(ctx context.Context, e *env, lim limits.Limits, path string) (rt *runtime.Runtime, close func(), err error) {
+	cfg, release, err := h.runtimeConfig(e, lim, path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return runtime.New(ctx, cfg)
+	rt, err = runtime.New(ctx, cfg)
+	if err != nil {
+		release()
+		return nil, nil, err
+	}
+	return rt, func() { rt.Close(ctx); release() }, nil
 }
 
 // limitFlags are --memory, --fuel and --timeout.

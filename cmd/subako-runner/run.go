@@ -58,11 +58,11 @@ func newRunCmd(a *app) *cobra.Command {
 			if err != nil {
 				return usageErr(cmd, "%v", err)
 			}
-			rt, err := h.openRuntime(a.ctx, a.e, lim)
+			rt, closeRT, err := h.openRuntime(a.ctx, a.e, lim, args[0])
 			if err != nil {
 				return status(fail(a.e, "%v", err))
 			}
-			defer rt.Close(a.ctx)
+			defer closeRT()
 			argv := append([]string{filepath.Base(args[0])}, args[1:]...)
 			return status(runModule(a.ctx, a.e, rt, args[0], runtime.Command{
 				Args: argv, Env: r.envs, Mounts: mounts, Stdin: a.e.stdin, Stdout: a.e.stdout, Stderr: a.e.stderr,
