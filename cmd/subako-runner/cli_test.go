@@ -1,7 +1,10 @@
 package main
 
 import (
+	"os"
+
 	"fmt"
+	"github.com/subako/subako-runner/internal/testguest"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -299,3 +302,86 @@ func FuzzParseFuel(f *testing.F) {
 }
 
 func filepathFromSlash(p string) string { return filepath.FromSlash(p) }
+
+// `run --dir data` maps a relative directory as wasmtime does: the guest
+// finds it as "data" (relative to its working directory "/") and as
+// "/data", from Go and from C (wasi-libc).
+func TestRunDirRelative(t *testing.T) {
+	goProbe, err := filepath.Abs(testguest.Go(t, "../../testdata/wasi/go/fsprobe"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cProbe, _ := filepath.Abs("../../testdata/wasi/c/fsprobe.wasm")
+	t.Chdir(t.TempDir())
+	os.MkdirAll("data/sub", 0o755)
+	os.WriteFile("data/hello.txt", []byte("from data"), 0o644)
+	os.WriteFile("top.txt", []byte("from the top"), 0o644)
+
+	code, out, errOut := cli(t, "", "run", "--dir", "data", goProbe, "preopens", "read:data/hello.txt", "read:/data/hello.txt")
+	if code != 0 || strings.Count(out, "from data") != 2 || !strings.Contains(out, "/data") {
+		t.Errorf("Go, --dir data: exit %d, %q %q", code, out, errOut)
+	}
+	code, out, errOut = cli(t, "", "run", "--dir", "./data", cProbe, "read:data/hello.txt", "read:/data/hello.txt")
+	if code != 0 || strings.Count(out, "from data") != 2 {
+		t.Errorf("C, --dir ./data: exit %d, %q %q", code, out, errOut)
+	}
+	code, out, errOut = cli(t, "", "run", "--dir", "data::files", goProbe, "read:files/hello.txt")
+	if code != 0 || !strings.Contains(out, "from data") {
+		t.Errorf("relative GUEST: exit %d, %q %q", code, out, errOut)
+	}
+	code, out, errOut = cli(t, "", "run", "--dir", ".", cProbe, "read:top.txt", "read:data/hello.txt")
+	if code != 0 || !strings.Contains(out, "from the top") || !strings.Contains(out, "from data") {
+		t.Errorf("--dir .: exit %d, %q %q", code, out, errOut)
+	}
+	code, _, errOut = cli(t, "", "run", "--dir", "../x", goProbe)
+	if code != exitUsage || !strings.Contains(errOut, "name the guest path: --dir ../x::/x") {
+		t.Errorf("--dir ../x: exit %d, %q", code, errOut)
+	}
+}
+
+// The human call output names a volume file's host path only when the
+// file is still there after the command: with --keep-tmp, or --tmp DIR.
+func TestCallNamesOnlyHostPathsThatExist(t *testing.T) {
+	pkg := pkgDir(t, "greet", nil)
+	code, out, _ := cli(t, "", "call", pkg, "media")
+	if code != exitOK || !strings.Contains(out, "[file /volume/tmp/notes.txt, 12 bytes]\n") || strings.Contains(out, " at /") {
+		t.Fatalf("without --keep-tmp: exit %d\n%s", code, out)
+	}
+	if !strings.Contains(out, "--keep-tmp keeps them") {
+		t.Errorf("no hint to --keep-tmp:\n%s", out)
+	}
+	code, out, _ = cli(t, "", "call", "--keep-tmp", pkg, "media")
+	m := regexp.MustCompile(`\[file /volume/tmp/notes.txt, 12 bytes, at (.+)\]`).FindStringSubmatch(out)
+	if code != exitOK || m == nil {
+		t.Fatalf("--keep-tmp: exit %d\n%s", code, out)
+	}
+	defer os.RemoveAll(filepath.Dir(m[1]))
+	if b, err := os.ReadFile(m[1]); err != nil || len(b) != 12 {
+		t.Errorf("the printed host path %s: %q %v", m[1], b, err)
+	}
+	tmp := t.TempDir()
+	code, out, _ = cli(t, "", "call", "--tmp", tmp, pkg, "media")
+	if code != exitOK || !strings.Contains(out, "at "+filepath.Join(tmp, "notes.txt")) {
+		t.Errorf("--tmp: exit %d\n%s", code, out)
+	}
+}
+
+// validate --json says what the human line says.
+func TestValidateJSONHasSizeAndHash(t *testing.T) {
+	pkg := pkgDir(t, "greet", nil)
+	_, human, _ := cli(t, "", "validate", pkg)
+	code, out, _ := cli(t, "", "validate", "--json", pkg)
+	m := decode(t, out)
+	mod, _ := m["module"].(map[string]any)
+	if code != exitOK || mod == nil {
+		t.Fatalf("exit %d, %v", code, m)
+	}
+	want := fmt.Sprintf("(%.0f bytes, sha256 %v)", mod["bytes"], mod["sha256"])
+	if !strings.Contains(human, want) {
+		t.Errorf("human %q does not say %s", human, want)
+	}
+	b, _ := os.ReadFile(filepath.Join(pkg, "module.wasm"))
+	if mod["bytes"] != float64(len(b)) || len(mod["sha256"].(string)) != 64 {
+		t.Errorf("module %v, file %d bytes", mod, len(b))
+	}
+}

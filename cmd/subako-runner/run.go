@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -23,6 +24,7 @@ type runFlags struct {
 	tmp, data, skills string
 	dirs              []string
 	envs              []string
+	relativeDir       bool // a --dir had a relative guest path
 }
 
 func newRunCmd(a *app) *cobra.Command {
@@ -63,9 +65,13 @@ func newRunCmd(a *app) *cobra.Command {
 				return status(fail(a.e, "%v", err))
 			}
 			defer closeRT()
+			env := r.envs
+			if r.relativeDir && !slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "PWD=") }) {
+				env = append(slices.Clip(env), "PWD=/")
+			}
 			argv := append([]string{filepath.Base(args[0])}, args[1:]...)
 			return status(runModule(a.ctx, a.e, rt, args[0], runtime.Command{
-				Args: argv, Env: r.envs, Mounts: mounts, Stdin: a.e.stdin, Stdout: a.e.stdout, Stderr: a.e.stderr,
+				Args: argv, Env: env, Mounts: mounts, Stdin: a.e.stdin, Stdout: a.e.stdout, Stderr: a.e.stderr,
 				Network: policy, Limits: &lim,
 			}))
 		},
@@ -111,10 +117,11 @@ func runMounts(r *runFlags) ([]fsmount.Mount, error) {
 		return nil, err
 	}
 	for _, d := range r.dirs {
-		host, guest, err := parseDirFlag(d)
+		host, guest, relative, err := parseDirFlag(d)
 		if err != nil {
 			return nil, err
 		}
+		r.relativeDir = r.relativeDir || relative
 		mounts = append(mounts, fsmount.Mount{Guest: guest, Host: host})
 	}
 	for _, m := range mounts {
