@@ -61,7 +61,57 @@ func newRootCmd(ctx context.Context, e *env) *cobra.Command {
 	for _, newCmd := range commandConstructors() {
 		root.AddCommand(newCmd(a))
 	}
+	root.SetHelpCommand(newHelpCmd(root))
+	setUpCompletion(root)
 	return root
+}
+
+// newHelpCmd is `help [COMMAND]`: cobra's prints the top-level help with
+// exit status 0 for a topic it does not know; ours says so, exit 2.
+func newHelpCmd(root *cobra.Command) *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [COMMAND]",
+		Short: "print the help of a command",
+		Args:  cobra.ArbitraryArgs,
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			var out []cobra.Completion
+			if len(args) == 0 {
+				for _, c := range root.Commands() {
+					if c.IsAvailableCommand() && strings.HasPrefix(c.Name(), toComplete) {
+						out = append(out, cobra.CompletionWithDesc(c.Name(), c.Short))
+					}
+				}
+			}
+			return out, cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			target, rest, err := root.Find(args)
+			if err != nil || len(rest) > 0 || (target == root && len(args) > 0) {
+				return &usageError{cmd: root.CommandPath(), msg: fmt.Sprintf("help: no command %q", strings.Join(args, " "))}
+			}
+			target.InitDefaultHelpFlag() // so the help lists -h, --help as COMMAND --help does
+			return target.Help()
+		},
+	}
+}
+
+// setUpCompletion makes cobra's completion command ours: lowercase like
+// the others, and an unknown shell a usage error.
+func setUpCompletion(root *cobra.Command) {
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() != "completion" {
+			continue
+		}
+		c.Short = "print the shell completion script: bash, zsh, fish or powershell"
+		c.Args = cobra.ArbitraryArgs
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageErr(cmd, "completion: missing SHELL (bash, zsh, fish or powershell)")
+			}
+			return usageErr(cmd, "completion: unknown shell %q (bash, zsh, fish or powershell)", args[0])
+		}
+	}
 }
 
 // flagErrorText rewrites pflag's messages to name flags as they are
