@@ -14,7 +14,7 @@ import (
 )
 
 // The docs' examples are part of the contract: every command shown in
-// docs/cli.md and docs/abi.md runs here, and every Go block of
+// docs/cli.md, docs/abi.md and docs/authoring.md runs here, and every Go block of
 // docs/embedding.md is code from runtime/embedding_example_test.go, so an
 // example cannot drift from what the runner does.
 //
@@ -23,7 +23,8 @@ import (
 //   - A fenced block with the info string "sh" whose first line starts with
 //     "$ subako-runner " is an example. It is run from the repository root;
 //     testdata/packages/greet is the example package (make demo builds its
-//     module.wasm).
+//     module.wasm) and testdata/packages/sdkgreet the Go SDK's: the test
+//     builds both modules from their Go source.
 //   - The command line is split into words as sh does for quotes ('…',
 //     "…" with \" and \\, and \ outside quotes). A trailing "# exit N"
 //     comment is the expected exit status (0 when absent); a trailing
