@@ -114,20 +114,27 @@ func setUpCompletion(root *cobra.Command) {
 	}
 }
 
-// flagErrorText rewrites pflag's messages to name flags as they are
-// written: `invalid argument "x" for "--memory" flag: …` becomes
-// `--memory "x": …`.
+// flagErrorText rewrites pflag's message for a bad value to name the
+// flag as it is written: `invalid argument "x" for "--memory" flag: why`
+// (or for "-q, --quiet") becomes `--memory "x": why`.
 func flagErrorText(err error) string {
 	msg := err.Error()
-	var val, name, why string
-	if n, _ := fmt.Sscanf(msg, "invalid argument %q for %q flag: ", &val, &name); n == 2 {
-		if i := strings.Index(msg, " flag: "); i >= 0 {
-			why = msg[i+len(" flag: "):]
-		}
-		name = strings.TrimPrefix(strings.SplitN(name, ",", 2)[len(strings.SplitN(name, ",", 2))-1], " ")
-		return fmt.Sprintf("%s %q: %s", name, val, why)
+	rest, ok := strings.CutPrefix(msg, "invalid argument ")
+	if !ok {
+		return msg
 	}
-	return msg
+	var val, name string
+	if n, _ := fmt.Sscanf(rest, "%q for %q flag: ", &val, &name); n != 2 {
+		return msg
+	}
+	_, why, ok := strings.Cut(rest, " flag: ")
+	if !ok {
+		return msg
+	}
+	if i := strings.LastIndex(name, " "); i >= 0 {
+		name = name[i+1:] // "-q, --quiet" → "--quiet"
+	}
+	return fmt.Sprintf("%s %q: %s", name, val, why)
 }
 
 // positionals checks the positional arguments against the names in the
