@@ -39,6 +39,14 @@ type Config struct {
 	CompilationCacheDir string
 	// Observer, when set, receives one event per upload and per call.
 	Observer Observer
+	// Progress, when set, is told when a slow step (compilation,
+	// discovery) starts and ends, from the goroutine doing it.
+	Progress func(ProgressEvent)
+	// Trace, when set, receives every line the host writes to a module's
+	// stdin and the module writes to its stdout and stderr, and the closing
+	// of stdin and the instance's end. It runs synchronously (inside the guest's
+	// write for its lines): keep it quick.
+	Trace func(TraceEvent)
 }
 
 // Runtime loads packages and runs their calls. It owns a wazero runtime
@@ -70,6 +78,10 @@ type Runtime struct {
 	// before wazero starts: a test holds a compilation there to show that
 	// callers do not wait for it.
 	beforeCompile func()
+
+	progressFn func(ProgressEvent)
+	trace      func(TraceEvent)
+	traceSeq   int64 // atomic: the last instance number traced
 }
 
 // New creates a Runtime.
@@ -94,7 +106,8 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	// and the refuel host function, entered about every millisecond, checks
 	// the deadline at a fraction of that option's cost.
 	rt := &Runtime{log: log, limits: lim, client: protocol.ClientInfo{Name: "subako", Version: Version}, observer: cfg.Observer,
-		meterings: newMeteringRecords(cfg.CompilationCacheDir)}
+		meterings:  newMeteringRecords(cfg.CompilationCacheDir),
+		progressFn: cfg.Progress, trace: cfg.Trace}
 	if cfg.CompilationCacheDir != "" {
 		cache, err := wazero.NewCompilationCacheWithDir(cfg.CompilationCacheDir)
 		if err != nil {
@@ -215,6 +228,7 @@ func (rt *Runtime) compile(ctx context.Context, module []byte, lim limits.Limits
 			return nil, nil, &RejectedError{Rejections: rej}
 		}
 	}
+	defer rt.progress(StepCompile, len(module))()
 	metered, err := fuel.Instrument(module)
 	if err != nil {
 		return nil, nil, &RejectedError{Rejections: []Rejection{{CodeInvalidModule, fmt.Sprintf("the module cannot be metered: %v", err)}}}

@@ -58,6 +58,7 @@ type session struct {
 	split  *protocol.LineSplitter
 	memory *memoryLimit
 	fuel   *fuel.Meter
+	trace  *sessionTrace // nil unless Config.Trace is set
 
 	ctx  context.Context
 	kill context.CancelCauseFunc
@@ -93,6 +94,7 @@ func (rt *Runtime) startSession(parent context.Context, cfg instanceConfig, log 
 		responses: make(chan protocol.Message, 1),
 		answered:  map[string]bool{},
 		started:   time.Now(),
+		trace:     rt.newSessionTrace(),
 	}
 	s.split = protocol.NewLineSplitter(lim.StdoutLine, lim.StdoutTotal, s.onLine)
 
@@ -103,7 +105,7 @@ func (rt *Runtime) startSession(parent context.Context, cfg instanceConfig, log 
 	wcfg := cfg.wasi
 	wcfg.Stdin = s.stdin
 	wcfg.Stdout = stdoutWriter{s}
-	wcfg.Stderr = s.stderr
+	wcfg.Stderr = s.trace.stderr(s.stderr)
 	wcfg.MaxStdioWrite = lim.StdoutLine // one fd_write moves at most one line's worth
 	inst := wasi.NewInstance(wcfg)
 
@@ -134,6 +136,7 @@ func (rt *Runtime) startSession(parent context.Context, cfg instanceConfig, log 
 			}
 		}
 		inst.Close()
+		s.trace.exit(err)
 		s.ended = time.Now()
 		s.done <- err
 	}()
@@ -193,6 +196,7 @@ func (s *session) send(line []byte, pending string) (protocol.Message, *Crash) {
 	s.mu.Lock()
 	s.pending = pending
 	s.mu.Unlock()
+	s.trace.event(TraceSend, line) // before the write: the answer may come before Write returns
 	if _, err := s.stdin.Write(line); err != nil {
 		return protocol.Message{}, s.failNow(CrashExitedBeforeResponse, "the module closed its stdin before the request was written")
 	}
@@ -244,6 +248,7 @@ func (s *session) checkResponse(method string, msg protocol.Message) (protocol.M
 // returns the run's crash, if any (including a crash recorded earlier).
 func (s *session) finish() *Crash {
 	defer s.stop()
+	s.trace.event(TraceClose, nil) // before closing: the exit may be traced before CloseWrite returns
 	s.stdin.CloseWrite()
 	if !s.exited {
 		timer := time.NewTimer(s.lim.ExitTimeout)
@@ -314,6 +319,7 @@ func (s *session) classifyEnd(waiting bool) *Crash {
 // onLine classifies one stdout line; it runs inside the guest's fd_write.
 // Returning an error ends the instance at once.
 func (s *session) onLine(line []byte) error {
+	s.trace.event(TraceReceive, line)
 	msg, err := protocol.Classify(line)
 	if err != nil {
 		return s.fail(CrashNotJSONRPC, fmt.Sprintf("stdout is for JSON-RPC messages only, but the module wrote %s: %v", excerpt(line), errMessage(err)))
