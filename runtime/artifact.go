@@ -151,9 +151,13 @@ func ReadArtifact(dir string) (*Artifact, error) {
 // file) without running it: the module's hash must match the artifact,
 // the metered module is compiled (from the compilation cache when the
 // runtime has one), and the stored tool list is restored. A package that
-// changed since its upload is refused.
+// changed since its upload is refused. When ctx ends first, the error
+// wraps ctx.Err().
 func (rt *Runtime) Open(ctx context.Context, a *Artifact, path string) (*Package, error) {
 	started := time.Now()
+	if err := canceled(ctx, "open "+path); err != nil {
+		return nil, err
+	}
 	if a.Format != ArtifactFormat || a.Runner != Version {
 		return nil, fmt.Errorf("the artifact was made by runner %s (format %d); this is runner %s (format %d): upload the package again", a.Runner, a.Format, Version, ArtifactFormat)
 	}
@@ -181,7 +185,16 @@ func (rt *Runtime) Open(ctx context.Context, a *Artifact, path string) (*Package
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("the artifact's tool list does not validate: %v", problems[0])
 	}
+	if err := canceled(ctx, "open "+path); err != nil {
+		return nil, err
+	}
 	compiled, err := rt.wz.CompileModule(ctx, a.Metered)
+	if cerr := canceled(ctx, "open "+path); cerr != nil {
+		if err == nil {
+			compiled.Close(context.WithoutCancel(ctx))
+		}
+		return nil, cerr
+	}
 	if err != nil {
 		return nil, fmt.Errorf("compiling the artifact's module: %w", err)
 	}

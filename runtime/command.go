@@ -103,6 +103,7 @@ func (rt *Runtime) RunCommand(ctx context.Context, path string, cmd Command) (*C
 	defer inst.Close()
 
 	started := time.Now()
+	parent := ctx
 	ctx, cancel := context.WithDeadlineCause(ctx, started.Add(lim.CallTimeout), errDeadline)
 	defer cancel()
 	if cmd.Stdin != nil {
@@ -118,6 +119,9 @@ func (rt *Runtime) RunCommand(ctx context.Context, path string, cmd Command) (*C
 	ictx := subakohttp.WithCall(wasi.WithInstance(ctx, inst), httpCall)
 	ictx = fuel.WithMeter(experimental.WithMemoryAllocator(ictx, memory), meter)
 	err = rt.runInstance(ictx, compiled)
+	if err != nil && parent.Err() != nil && !hostCause(context.Cause(ctx)) {
+		return nil, canceled(parent, "run "+path)
+	}
 
 	res := &CommandResult{Stats: Stats{
 		Duration: time.Since(started), MemoryBytes: int64(memory.Peak()),

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -116,3 +117,23 @@ const (
 	CodeUnknownTool  = "unknown_tool"
 	CodeBadArguments = "bad_arguments"
 )
+
+// canceled is the error of work that the caller's context ended before it
+// was done. It wraps ctx.Err(), so errors.Is finds context.Canceled or
+// context.DeadlineExceeded, and the context's cause when the caller gave
+// one of its own (a signal, a context.WithCancelCause reason). It is nil
+// while ctx is live.
+//
+// A caller's cancellation is never a verdict on the package: Load, Open,
+// Discover, Call and Probe return this error, not a *RejectedError or a
+// crashed Result.
+func canceled(ctx context.Context, what string) error {
+	err := ctx.Err()
+	if err == nil {
+		return nil
+	}
+	if cause := context.Cause(ctx); cause != nil && cause != err {
+		return fmt.Errorf("%s: %w (%w)", what, err, cause)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -60,6 +61,8 @@ type Runtime struct {
 	limits   limits.Limits
 	client   protocol.ClientInfo
 	observer Observer
+	// endGrace overrides the package's endGrace; tests shorten it.
+	endGrace time.Duration
 }
 
 // New creates a Runtime.
@@ -142,6 +145,9 @@ func (c *Checked) Close(ctx context.Context) error { return c.compiled.Close(ctx
 // any check yields a *RejectedError listing every problem; other errors mean
 // the path could not be read.
 func (rt *Runtime) Validate(ctx context.Context, path string) (*Checked, error) {
+	if err := canceled(ctx, "validate "+path); err != nil {
+		return nil, err
+	}
 	src, err := ReadSource(path, rt.limits.ModuleSize)
 	if err != nil {
 		return nil, err
@@ -160,12 +166,19 @@ func (rt *Runtime) check(ctx context.Context, src *Source) (*Checked, error) {
 	if len(rej) > 0 {
 		return nil, &RejectedError{Rejections: rej}
 	}
+	if err := canceled(ctx, "compile"); err != nil {
+		return nil, err
+	}
 	metered, compiled, err := rt.compile(ctx, src.Module)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
+		if cerr := canceled(ctx, "compile"); cerr != nil {
+			return nil, cerr
 		}
 		return nil, &RejectedError{Rejections: []Rejection{{CodeInvalidModule, err.Error()}}}
+	}
+	if err := canceled(ctx, "compile"); err != nil {
+		compiled.Close(context.WithoutCancel(ctx))
+		return nil, err
 	}
 	return &Checked{Source: src, Hash: sha256.Sum256(src.Module), Metered: metered, compiled: compiled}, nil
 }

@@ -24,10 +24,13 @@ import (
 	"github.com/subako/subako-runner/wasi"
 )
 
-// Reasons the host ends an instance itself; context.Cause tells them apart
-// when wazero reports the instance closed by its context.
-// endGrace bounds the wait for an instance to stop once its context ended.
+// endGrace is how long an instance may take to stop once its context
+// ended before the host logs that a host function is not honouring the
+// context. The host goes on waiting: an instance is never left running.
 const endGrace = 5 * time.Second
+
+// Reasons the host ends an instance itself; context.Cause tells them apart
+// from the caller's own cancellation or deadline.
 
 var (
 	errDeadline    = errors.New("deadline reached")
@@ -59,16 +62,22 @@ type session struct {
 	memory *memoryLimit
 	fuel   *fuel.Meter
 
-	ctx  context.Context
-	kill context.CancelCauseFunc
-	stop context.CancelFunc
+	parent context.Context // the caller's context
+	ctx    context.Context
+	kill   context.CancelCauseFunc
+	stop   context.CancelFunc
+	grace  time.Duration
 
 	done      chan error // the instance's end, sent once
 	responses chan protocol.Message
 	exited    bool
 	exitErr   error
-	started   time.Time
-	ended     time.Time // when the instance ended; written before done is sent
+	// canceled is set when the caller's context ended the instance: the
+	// run says nothing about the module, and the entry point returns this
+	// error instead of a verdict. Written before done is sent.
+	canceled error
+	started  time.Time
+	ended    time.Time // when the instance ended; written before done is sent
 
 	mu            sync.Mutex
 	pending       string // Key of the outstanding request's id; "" when none
@@ -93,6 +102,11 @@ func (rt *Runtime) startSession(parent context.Context, cfg instanceConfig, log 
 		responses: make(chan protocol.Message, 1),
 		answered:  map[string]bool{},
 		started:   time.Now(),
+		parent:    parent,
+		grace:     rt.endGrace,
+	}
+	if s.grace <= 0 {
+		s.grace = endGrace
 	}
 	s.split = protocol.NewLineSplitter(lim.StdoutLine, lim.StdoutTotal, s.onLine)
 
@@ -131,6 +145,9 @@ func (rt *Runtime) startSession(parent context.Context, cfg instanceConfig, log 
 			if ferr := s.split.Close(); ferr != nil {
 				s.failFrom(ferr)
 			}
+		}
+		if err != nil && parent.Err() != nil && !hostCause(context.Cause(ctx)) {
+			s.canceled = canceled(parent, "stopped by the caller's context")
 		}
 		inst.Close()
 		s.ended = time.Now()
@@ -217,15 +234,36 @@ func (s *session) send(line []byte, pending string) (protocol.Message, *Crash) {
 
 // awaitEnd waits for an instance whose context is done to end. Every
 // blocking host function returns when the context is done, so this is
-// prompt; the bound only keeps a host bug from hanging the caller.
+// prompt. It never gives up: returning while the guest still runs would
+// release its mounts, budget and memory under it, and leave host CPU
+// spent past every limit (issue 17). A host function slow to notice the
+// context is a host bug, logged once the grace has passed.
 func (s *session) awaitEnd() {
+	if s.exited {
+		return
+	}
+	grace := time.NewTimer(s.grace)
+	defer grace.Stop()
 	select {
 	case err := <-s.done:
 		s.exited, s.exitErr = true, err
-	case <-time.After(endGrace):
-		s.exited, s.exitErr = true, errors.New("the instance did not stop after its deadline")
-		s.log.Error("module instance did not stop after its context ended; abandoning it")
+		return
+	case <-grace.C:
 	}
+	s.log.Error("module instance did not stop after its context ended; waiting for it (a host function is not honouring the context)", zap.Duration("grace", s.grace))
+	err := <-s.done
+	s.exited, s.exitErr = true, err
+}
+
+// interrupted returns the caller's context error when that context ended
+// the instance, and nil when the run was the module's own. Call it once
+// the session is over (after finish or abort).
+func (s *session) interrupted() error { return s.canceled }
+
+// hostCause reports whether cause is one of the reasons the host ends an
+// instance itself, rather than the caller's context ending.
+func hostCause(cause error) bool {
+	return errors.Is(cause, errDeadline) || errors.Is(cause, errExitTimeout) || errors.Is(cause, errCrashed)
 }
 
 func (s *session) checkResponse(method string, msg protocol.Message) (protocol.Message, *Crash) {
