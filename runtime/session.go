@@ -5,12 +5,12 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/experimental"
@@ -268,11 +268,11 @@ func hostCause(cause error) bool {
 
 func (s *session) checkResponse(method string, msg protocol.Message) (protocol.Message, *Crash) {
 	if msg.Kind == protocol.KindErrorResponse {
-		e := msg.Error
-		return msg, s.failNow(CrashJSONRPCError, fmt.Sprintf("the module answered %s with a JSON-RPC error %d: %s (a failure the model should read must be a result with \"isError\": true)", method, e.Code, e.Message))
+		perr := protocol.ErrJSONRPC(msg.Error)
+		return msg, s.failNow(perr.Code, fmt.Sprintf("answering %s, %s (a failure the model should read must be a result with \"isError\": true)", method, perr.Message))
 	}
 	if err := protocol.CheckComplete(msg.Result); err != nil {
-		return msg, s.failNow(CrashResultNotComplete, err.Error())
+		return msg, s.failNow(CrashResultNotComplete, errMessage(err))
 	}
 	return msg, nil
 }
@@ -353,7 +353,8 @@ func (s *session) classifyEnd(waiting bool) *Crash {
 func (s *session) onLine(line []byte) error {
 	msg, err := protocol.Classify(line)
 	if err != nil {
-		return s.fail(CrashNotJSONRPC, fmt.Sprintf("stdout is for JSON-RPC messages only, but the module wrote %s: %v", excerpt(line), errMessage(err)))
+		// protocol's message quotes the line itself, cut short.
+		return s.fail(CrashNotJSONRPC, errMessage(err))
 	}
 	switch msg.Kind {
 	case protocol.KindNotification:
@@ -362,7 +363,8 @@ func (s *session) onLine(line []byte) error {
 		s.mu.Unlock()
 		return nil
 	case protocol.KindRequest:
-		return s.fail(CrashServerRequest, fmt.Sprintf("the module sent a request (%q, id %s); a stateless server sends no requests", msg.Method, msg.ID))
+		perr := protocol.ErrServerRequest(msg.Method, msg.ID)
+		return s.fail(perr.Code, perr.Message)
 	}
 	key := msg.ID.Key()
 	s.mu.Lock()
@@ -372,12 +374,10 @@ func (s *session) onLine(line []byte) error {
 		key = s.pending
 	}
 	if key != s.pending {
-		reason := "was never requested"
-		if s.answered[key] {
-			reason = "was already answered"
-		}
+		answered := s.answered[key]
 		s.mu.Unlock()
-		return s.fail(CrashUnexpectedID, fmt.Sprintf("the module answered id %s, which %s", msg.ID, reason))
+		perr := protocol.ErrUnexpectedID(msg.ID, answered)
+		return s.fail(perr.Code, perr.Message)
 	}
 	s.pending = ""
 	s.answered[key] = true
@@ -422,7 +422,26 @@ func (s *session) failNow(reason, message string) *Crash {
 
 // newCrash builds a crash report with the stderr tail as it is now.
 func (s *session) newCrash(reason, message string) *Crash {
-	return &Crash{Reason: reason, Message: message, Stderr: s.stderr.String()}
+	return &Crash{Reason: reason, Message: boundMessage(message), Stderr: s.stderr.String()}
+}
+
+// maxCrashMessage bounds Crash.Message. The messages quote what the guest
+// sent through protocol's builders, each quote cut far shorter; this is
+// the backstop that keeps any message, whatever it quotes, from carrying
+// a guest's megabytes into logs, reports and the model's context.
+const maxCrashMessage = 2048
+
+// boundMessage cuts s to maxCrashMessage bytes on a UTF-8 boundary, with an
+// ellipsis saying how long it was.
+func boundMessage(s string) string {
+	if len(s) <= maxCrashMessage {
+		return s
+	}
+	cut := maxCrashMessage
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d bytes)", s[:cut], len(s))
 }
 
 // stdoutWriter hands the guest's stdout to the line splitter.
@@ -446,19 +465,6 @@ func newRequestID() protocol.ID {
 		return protocol.StringID("subako-" + hex.EncodeToString(b[1:]))
 	}
 	return protocol.IntID(int64(binary.LittleEndian.Uint64(b[1:]) >> 11))
-}
-
-func excerpt(line []byte) string {
-	const max = 120
-	if len(line) == 0 {
-		return "an empty line"
-	}
-	s := string(line)
-	if len(s) > max {
-		s = s[:max] + "…"
-	}
-	b, _ := json.Marshal(s)
-	return string(b)
 }
 
 func errMessage(err error) string {
