@@ -102,6 +102,25 @@ type Crash struct {
 
 func (c *Crash) Error() string { return fmt.Sprintf("module crashed (%s): %s", c.Reason, c.Message) }
 
+// LinkError is returned by RunCommand for a module that cannot be linked
+// against the host: it imports a function the host does not provide, with
+// another signature, or something other than a function. Problems carry
+// the codes validate reports for them (unknown_import, import_signature,
+// non_function_import).
+type LinkError struct {
+	// Path is the module's path as given.
+	Path     string
+	Problems []Rejection
+}
+
+func (e *LinkError) Error() string {
+	parts := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		parts[i] = p.Code + ": " + p.Message
+	}
+	return e.Path + " does not link: " + strings.Join(parts, "; ")
+}
+
 // CallError is returned by Package.Call when the host refuses the call
 // before running the module.
 type CallError struct {

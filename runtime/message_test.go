@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -67,5 +69,31 @@ func TestBoundMessage(t *testing.T) {
 				t.Fatalf("boundMessage kept %d bytes of the start", len(prefix))
 			}
 		})
+	}
+}
+
+// RunCommand refuses a module that imports what the host does not provide
+// with a *LinkError naming every such import, before anything runs: not a
+// trap (issue 11, item 9).
+func TestRunCommandModuleThatDoesNotLink(t *testing.T) {
+	t.Parallel()
+	rt := newRuntime(t, nil)
+	res, err := rt.RunCommand(context.Background(), "../testdata/checks/unknown_import.wasm", Command{})
+	var link *LinkError
+	if !errors.As(err, &link) {
+		t.Fatalf("RunCommand: %+v, %v; want a *LinkError", res, err)
+	}
+	var names []string
+	for _, p := range link.Problems {
+		if p.Code != CodeUnknownImport {
+			t.Errorf("problem %+v; want unknown_import", p)
+		}
+		names = append(names, p.Message)
+	}
+	all := strings.Join(names, "\n")
+	for _, want := range []string{`"env"."foo"`, `"wasi_unstable"."fd_write"`, `"sock_open"`} {
+		if !strings.Contains(all, want) {
+			t.Errorf("the link error does not name %s:\n%s", want, all)
+		}
 	}
 }

@@ -61,7 +61,7 @@ func runCall(ctx context.Context, e *env, args []string) int {
 			writeJSON(e, callReport{Outcome: outcome, Rejection: rej.Rejections, Crash: rej.Crash})
 			return code
 		}
-		return reportPackageError(e, &o, err)
+		return reportPackageError(ctx, e, &o, err)
 	}
 	defer pkg.Close(ctx)
 
@@ -70,6 +70,9 @@ func runCall(ctx context.Context, e *env, args []string) int {
 	req.Limits = &lim
 	res, err := pkg.Call(ctx, req)
 	if err != nil {
+		if code, ok := interrupted(ctx, e, err); ok {
+			return code
+		}
 		return fail(e, "%v", err)
 	}
 	if !o.keepTmp {
@@ -96,6 +99,21 @@ func runCall(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintf(e.stdout, "\n/volume/tmp kept at %s\n", res.TmpDir)
 	}
 	return code
+}
+
+// exitInterrupted is the status of a command stopped by SIGINT or SIGTERM
+// (main ends the command's context on either): 128 + SIGINT, as a shell
+// reports a process Ctrl-C killed. Nothing is said about the module.
+const exitInterrupted = 130
+
+// interrupted reports whether err is the command's own context ending; if
+// so it writes the one stderr line of a host error and returns 130.
+func interrupted(ctx context.Context, e *env, err error) (int, bool) {
+	if ctx.Err() == nil || !errors.Is(err, ctx.Err()) {
+		return 0, false
+	}
+	fmt.Fprintf(e.stderr, "subako-runner: interrupted: %v\n", err)
+	return exitInterrupted, true
 }
 
 func printCall(w io.Writer, res *runtime.Result) {

@@ -54,7 +54,7 @@ func runValidate(ctx context.Context, e *env, args []string) int {
 	defer rt.Close(ctx)
 	checked, err := rt.Validate(ctx, rest[0])
 	if err != nil {
-		return reportPackageError(e, &o, err)
+		return reportPackageError(ctx, e, &o, err)
 	}
 	defer checked.Close(ctx)
 	if o.json {
@@ -82,7 +82,7 @@ func runDiscover(ctx context.Context, e *env, args []string) int {
 	defer rt.Close(ctx)
 	pkg, err := rt.Load(ctx, rest[0])
 	if err != nil {
-		return reportPackageError(e, &o, err)
+		return reportPackageError(ctx, e, &o, err)
 	}
 	defer pkg.Close(ctx)
 	if o.json {
@@ -113,9 +113,12 @@ func printTools(w io.Writer, pkg *runtime.Package) {
 	}
 }
 
-// reportPackageError prints a rejection (exit 4), a discovery crash (exit 3)
-// or a host error (exit 2).
-func reportPackageError(e *env, o *options, err error) int {
+// reportPackageError prints a rejection (exit 4), a discovery crash (exit 3),
+// an interruption (exit 130) or a host error (exit 2).
+func reportPackageError(ctx context.Context, e *env, o *options, err error) int {
+	if code, ok := interrupted(ctx, e, err); ok {
+		return code
+	}
 	var rej *runtime.RejectedError
 	if !errors.As(err, &rej) {
 		return fail(e, "%v", err)
