@@ -43,8 +43,8 @@ type corpusEntry struct {
 	} `json:"limits"`
 	// NearLimit moves the warning threshold of the named checks (a share
 	// of the limit), so that a time warning is certain, not a race.
-	NearLimit map[string]float64 `json:"nearLimit"`
-	Expect map[string]conformance.Status `json:"expect"`
+	NearLimit map[string]float64            `json:"nearLimit"`
+	Expect    map[string]conformance.Status `json:"expect"`
 }
 
 func readCorpus(t *testing.T) map[string]*corpusEntry {
