@@ -283,6 +283,10 @@ func (r *run) all(ctx context.Context) error {
 	if r.hostErr != nil {
 		return r.hostErr
 	}
+	if err := ctx.Err(); err != nil {
+		// Only the second discovery saw it: it is no evidence about the package.
+		return fmt.Errorf("check %s: %w", r.path, err)
+	}
 	r.checkDeterministic(second, secondErr)
 	r.checkDiscoveryTime(second)
 	r.record(evidence{probe: "discovery.ok", stderr: pkg.Discovery.Stderr, notifications: pkg.Discovery.Notifications,
