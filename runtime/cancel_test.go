@@ -287,71 +287,117 @@ func TestCallTimeoutLimitIsACrashNotTheCallersDeadline(t *testing.T) {
 // credential callback, blocked, stands for any such host code), the call
 // does not return until the guest has returned, however long that takes,
 // so nothing of the call is released under a running guest (issue 17,
-// item 3).
+// item 3). Both ends are tried: the call's own deadline, and the caller's
+// cancellation.
 func TestTimedOutCallReturnsOnlyOnceTheGuestStopped(t *testing.T) {
 	t.Parallel()
 	rt := newRuntime(t, nil)
 	rt.endGrace = time.Millisecond // the host gives up waiting at once, if it ever gives up
 	pkg := load(t, rt, makePackage(t, testguest.Go(t, guests+"httpprobe"), nil))
 
-	entered, release := make(chan struct{}), make(chan struct{})
-	var mu sync.Mutex
-	guestInHost := false
-	policy, err := subakohttp.NewPolicy(subakohttp.PolicyConfig{
-		Allow: []string{"api.test"},
-		Credentials: []subakohttp.Credential{{Pattern: "api.test", Header: "Authorization", Value: func(context.Context) (string, bool) {
-			mu.Lock()
-			guestInHost = true
-			mu.Unlock()
-			close(entered)
-			<-release // the guest's subako_http call blocks here, past its deadline
-			mu.Lock()
-			guestInHost = false
-			mu.Unlock()
-			return "", false
-		}}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lim := limits.Default()
-	lim.CallTimeout = 100 * time.Millisecond
 	type outcome struct {
 		res             *Result
 		err             error
 		guestStillThere bool
 	}
-	done := make(chan outcome, 1)
-	go func() {
-		res, err := pkg.Call(context.Background(), CallRequest{Tool: "http", Arguments: json.RawMessage(`{"request":{"url":"http://api.test/x"}}`), Network: policy, Limits: &lim})
-		mu.Lock()
-		still := guestInHost
-		mu.Unlock()
-		done <- outcome{res, err, still}
-	}()
-	<-entered
-	// Give a host that abandons instances every chance to return: far past
-	// the 100 ms deadline and the 1 ms grace. A correct host cannot return
-	// before release, whatever this wait is.
-	var out outcome
-	returned := false
-	select {
-	case out = <-done:
-		returned = true
-	case <-time.After(2 * time.Second):
+	// attempt makes one call whose guest blocks in the credential callback
+	// until released; it reports false when the call ended before the
+	// guest got there (its deadline came first on a slow machine).
+	attempt := func(t *testing.T, timeout time.Duration, cancelInside bool) (outcome, bool) {
+		entered, release := make(chan struct{}), make(chan struct{})
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		var mu sync.Mutex
+		guestInHost := false
+		policy, err := subakohttp.NewPolicy(subakohttp.PolicyConfig{
+			Allow: []string{"api.test"},
+			Credentials: []subakohttp.Credential{{Pattern: "api.test", Header: "Authorization", Value: func(context.Context) (string, bool) {
+				mu.Lock()
+				guestInHost = true
+				mu.Unlock()
+				if cancelInside {
+					cancel()
+				}
+				close(entered)
+				<-release // the guest's subako_http call blocks here, past its end
+				mu.Lock()
+				guestInHost = false
+				mu.Unlock()
+				return "", false
+			}}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lim := limits.Default()
+		lim.CallTimeout = timeout
+		done := make(chan outcome, 1)
+		go func() {
+			res, err := pkg.Call(ctx, CallRequest{Tool: "http", Arguments: json.RawMessage(`{"request":{"url":"http://api.test/x"}}`), Network: policy, Limits: &lim})
+			mu.Lock()
+			still := guestInHost
+			mu.Unlock()
+			done <- outcome{res, err, still}
+		}()
+		select {
+		case <-entered:
+		case out := <-done:
+			if out.res != nil {
+				out.res.Release()
+			}
+			return out, false
+		}
+		// Give a host that abandons instances every chance to return: past
+		// the deadline (or the cancellation) and the 1 ms grace. A correct
+		// host cannot return before release, whatever this wait is.
+		wait := 2 * time.Second
+		if !cancelInside {
+			wait += timeout
+		}
+		var out outcome
+		returned := false
+		select {
+		case out = <-done:
+			returned = true
+		case <-time.After(wait):
+		}
+		close(release)
+		if !returned {
+			out = <-done
+		}
+		return out, true
 	}
-	close(release)
-	if !returned {
-		out = <-done
-	}
-	if out.guestStillThere {
-		t.Fatal("Call returned while the guest was still running inside a host function")
-	}
-	if out.err != nil {
-		t.Fatalf("Call: %v", out.err)
-	}
-	defer out.res.Release()
-	if out.res.Crash == nil || out.res.Crash.Reason != CrashTimeout {
-		t.Fatalf("outcome %s crash %+v; want crash timeout", out.res.Outcome, out.res.Crash)
-	}
+
+	t.Run("deadline", func(t *testing.T) {
+		for _, timeout := range []time.Duration{100 * time.Millisecond, time.Second, 10 * time.Second} {
+			out, entered := attempt(t, timeout, false)
+			if !entered {
+				continue // the deadline came before the guest reached the host function; allow more
+			}
+			if out.guestStillThere {
+				t.Fatal("Call returned while the guest was still running inside a host function")
+			}
+			if out.err != nil {
+				t.Fatalf("Call: %v", out.err)
+			}
+			defer out.res.Release()
+			if out.res.Crash == nil || out.res.Crash.Reason != CrashTimeout {
+				t.Fatalf("outcome %s crash %+v; want crash timeout", out.res.Outcome, out.res.Crash)
+			}
+			return
+		}
+		t.Fatal("the guest never reached subako_http before its deadline, even with 10 s")
+	})
+	t.Run("caller_cancels", func(t *testing.T) {
+		out, entered := attempt(t, limits.Default().CallTimeout, true)
+		if !entered {
+			t.Fatalf("the call ended before the guest reached subako_http: %+v", out)
+		}
+		if out.guestStillThere {
+			t.Fatal("Call returned while the guest was still running inside a host function")
+		}
+		if !errors.Is(out.err, context.Canceled) || out.res != nil {
+			t.Fatalf("Call: %+v, %v; want the caller's context.Canceled", out.res, out.err)
+		}
+	})
 }
