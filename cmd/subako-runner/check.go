@@ -50,6 +50,9 @@ func runCheck(ctx context.Context, e *env, args []string) int {
 	defer rt.Close(ctx)
 	rep, err := conformance.Run(ctx, rt, rest[0], opts)
 	if err != nil {
+		if code, ok := interrupted(ctx, e, err); ok {
+			return code
+		}
 		return fail(e, "%v", err)
 	}
 	color := f == conformance.FormatHuman && isTerminal(e.stdout) && e.getenv("NO_COLOR") == ""

@@ -54,6 +54,7 @@ func TestInterruptWhileTheModuleRunsExits130(t *testing.T) {
 		{"call", "", []string{"call", "--log-level", "debug", pkg, "timeout_sleep"}},
 		{"call --json", "", []string{"call", "--json", "--log-level", "debug", pkg, "timeout_sleep"}},
 		{"discover", "", []string{"discover", "--log-level", "debug", pkgDir(t, "misbehave", map[string]string{"mode": "timeout_sleep"})}},
+		{"check", "", []string{"check", "--log-level", "debug", pkg}},
 		// run passes the module's stderr through.
 		{"run", request, []string{"run", module}},
 	} {
