@@ -146,7 +146,12 @@ func (rt *Runtime) startSession(parent context.Context, cfg instanceConfig, log 
 				s.failFrom(ferr)
 			}
 		}
-		if err != nil && parent.Err() != nil && !hostCause(context.Cause(ctx)) {
+		// The caller's context ended the run unless the module had already
+		// broken a rule (its crash stands) or the host ended it itself.
+		s.mu.Lock()
+		crashed := s.crash != nil
+		s.mu.Unlock()
+		if err != nil && !crashed && parent.Err() != nil && !hostCause(context.Cause(ctx)) {
 			s.canceled = canceled(parent, "stopped by the caller's context")
 		}
 		inst.Close()
@@ -269,7 +274,11 @@ func hostCause(cause error) bool {
 func (s *session) checkResponse(method string, msg protocol.Message) (protocol.Message, *Crash) {
 	if msg.Kind == protocol.KindErrorResponse {
 		perr := protocol.ErrJSONRPC(msg.Error)
-		return msg, s.failNow(perr.Code, fmt.Sprintf("answering %s, %s (a failure the model should read must be a result with \"isError\": true)", method, perr.Message))
+		text := fmt.Sprintf("answering %s, %s", method, perr.Message)
+		if !strings.Contains(perr.Message, "isError") {
+			text += " (a failure the model should read must be a result with \"isError\": true)"
+		}
+		return msg, s.failNow(perr.Code, text)
 	}
 	if err := protocol.CheckComplete(msg.Result); err != nil {
 		return msg, s.failNow(CrashResultNotComplete, errMessage(err))
