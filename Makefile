@@ -7,7 +7,7 @@ BIN       := bin/subako-runner
 DEMO_PKG  := testdata/packages/greet
 GUESTS    := testdata/guests
 
-.PHONY: all build demo test test-short fmt-check vet fixtures bench fuzz clean
+.PHONY: all build demo test test-short fmt-check vet fixtures bench fuzz clean wasi-testsuite
 
 all: build
 
@@ -63,6 +63,15 @@ fixtures:
 #   make bench BENCH_ARGS='-only latency,fuel -calls 500'
 bench:
 	$(GO) run ./bench $(BENCH_ARGS)
+
+# The official WASI testsuite (github.com/WebAssembly/wasi-testsuite, the
+# prebuilt tests of its prod/testsuite-base branch; never part of this
+# repository): every preview-1 test run by `subako-runner run` against its
+# .json spec, ending with "N passed, M failed".
+#   make wasi-testsuite WASI_TESTSUITE=/path/to/wasi-testsuite
+wasi-testsuite: build
+	@if [ -z "$(WASI_TESTSUITE)" ]; then echo "set WASI_TESTSUITE to a copy of the wasi-testsuite (its tests/ directory or above)"; exit 2; fi
+	$(GO) run ./internal/wasitestsuite -runner $(BIN) $(WASI_TESTSUITE)
 
 clean:
 	rm -rf bin $(DEMO_PKG)/module.wasm

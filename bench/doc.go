@@ -14,7 +14,9 @@
 //     then EOF) and against one `wazero run` process per call;
 //   - scale: calls per second with concurrent callers on GOMAXPROCS 1 and 2;
 //   - reopen: opening the stored 14 MB Go-SDK package from its artifact with
-//     a warm compilation cache, against compiling it cold;
+//     a warm compilation cache, against the engine's floor (wazero's own
+//     CompileModule of the same metered bytes from the same warm cache in a
+//     fresh runtime) and against compiling it cold;
 //   - fuel: CPU-bound Go and C guests metered (internal/fuel) against
 //     unmetered;
 //   - download: a 1 GiB HTTP download to a file through subako_http, run in

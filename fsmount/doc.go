@@ -11,4 +11,7 @@
 // The WASI layer (package wasi) uses the opened roots of a Set directly; the
 // runtime uses OpenFile and Stat to reach files a module named in its output
 // (resource links) or in subako_http requests.
+//
+// RemoveAll removes a volume a guest filled, whatever its depth, without
+// following links, and reports what it could not remove.
 package fsmount

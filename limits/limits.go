@@ -40,7 +40,13 @@ type Limits struct {
 	// ExitTimeout is how long a module may run after its stdin closed (1 s).
 	ExitTimeout time.Duration
 	// WriteBudget is how many bytes one call may write to files (1 GiB).
+	// Every directory entry the call creates is charged EntryCost bytes of
+	// it, and a symbolic link its target's length on top.
 	WriteBudget int64
+	// MaxEntries is how many directory entries (files, directories,
+	// symbolic and hard links) one call may create; beyond it the guest
+	// gets EDQUOT. Removing entries does not give them back.
+	MaxEntries int
 	// StdoutLine is the longest stdout line accepted, in bytes.
 	StdoutLine int64
 	// StdoutTotal is the most stdout one run may produce, in bytes.
@@ -76,6 +82,7 @@ func Default() Limits {
 		CallTimeout:      60 * time.Second,
 		ExitTimeout:      time.Second,
 		WriteBudget:      GiB,
+		MaxEntries:       DefaultMaxEntries,
 		StdoutLine:       16 * MiB,
 		StdoutTotal:      64 * MiB,
 		StderrTail:       4 * int(KiB),
@@ -86,6 +93,17 @@ func Default() Limits {
 		MaxTools:         1024,
 	}
 }
+
+// DefaultMaxEntries is the default of MaxEntries: far more than a tool's
+// scratch files need, and few enough that the volume's cleanup stays in
+// the tens of milliseconds (a guest with no cap made 342,847 directories
+// in 10 s, and removing a million took the host 110 s).
+const DefaultMaxEntries = 10_000
+
+// EntryCost is what creating one directory entry charges to the write
+// budget: one file system block, roughly what an inode or a directory
+// costs the host's disk even when it holds no bytes.
+const EntryCost = 4 * KiB
 
 // WasmPageSize is the size of one WebAssembly memory page.
 const WasmPageSize = 64 * KiB
@@ -112,6 +130,7 @@ func (l Limits) Validate() error {
 		{"call timeout", int64(l.CallTimeout)},
 		{"exit timeout", int64(l.ExitTimeout)},
 		{"write budget", l.WriteBudget},
+		{"entries per call", int64(l.MaxEntries)},
 		{"stdout line limit", l.StdoutLine},
 		{"stdout total limit", l.StdoutTotal},
 		{"stderr tail", int64(l.StderrTail)},

@@ -22,6 +22,7 @@ func TestDefaultMatchesHostContract(t *testing.T) {
 		{"call timeout", int64(d.CallTimeout), int64(60 * time.Second)},
 		{"exit timeout", int64(d.ExitTimeout), int64(time.Second)},
 		{"write budget", d.WriteBudget, 1 << 30},
+		{"entries per call", int64(d.MaxEntries), 10_000},
 		{"stdout line", d.StdoutLine, 16 << 20},
 		{"stdout total", d.StdoutTotal, 64 << 20},
 		{"stderr tail", int64(d.StderrTail), 4096},
@@ -52,6 +53,7 @@ func TestValidateRefusesUnworkableLimits(t *testing.T) {
 		{"memory above 4GiB", func(l *Limits) { l.Memory = 5 * GiB }, "4 GiB"},
 		{"negative timeout", func(l *Limits) { l.CallTimeout = -time.Second }, "call timeout"},
 		{"zero write budget", func(l *Limits) { l.WriteBudget = 0 }, "write budget"},
+		{"zero entries", func(l *Limits) { l.MaxEntries = 0 }, "entries"},
 		{"negative redirects", func(l *Limits) { l.HTTPRedirects = -1 }, "redirects"},
 		{"zero pages", func(l *Limits) { l.MaxPages = 0 }, "pages"},
 	}
@@ -188,5 +190,67 @@ func TestWriteBudgetConcurrentReservationsNeverOvershoot(t *testing.T) {
 	wg.Wait()
 	if granted != int(b.Used()) || granted > 1000 || granted < 997 {
 		t.Fatalf("granted %d, used %d: the account overshot or lost reservations", granted, b.Used())
+	}
+}
+
+func TestEntriesAreChargedAndCapped(t *testing.T) {
+	l := Default()
+	l.WriteBudget, l.MaxEntries = 10*EntryCost, 3
+	b := NewCallBudget(l)
+	tests := []struct {
+		name      string
+		extra     int64
+		ok        bool
+		entries   int64
+		usedBytes int64
+	}{
+		{"a directory", 0, true, 1, EntryCost},
+		{"a symbolic link pays its target", 100, true, 2, 2*EntryCost + 100},
+		{"a target too long for the bytes left", 10 * EntryCost, false, 2, 2*EntryCost + 100},
+		{"the last entry", 0, true, 3, 3*EntryCost + 100},
+		{"past the cap, with bytes to spare", 0, false, 3, 3*EntryCost + 100},
+	}
+	for _, tt := range tests {
+		if got := b.ReserveEntry(tt.extra); got != tt.ok || b.Entries() != tt.entries || b.Used() != tt.usedBytes {
+			t.Fatalf("%s: ReserveEntry = %v, entries %d, used %d; want %v, %d, %d", tt.name, got, b.Entries(), b.Used(), tt.ok, tt.entries, tt.usedBytes)
+		}
+	}
+	b.RefundEntry(100)
+	if b.Entries() != 2 || b.Used() != 2*EntryCost {
+		t.Fatalf("after a refund: entries %d, used %d", b.Entries(), b.Used())
+	}
+	if b.MaxEntries() != 3 {
+		t.Fatalf("MaxEntries = %d", b.MaxEntries())
+	}
+	// An account without a cap on the count still charges the bytes.
+	u := NewWriteBudget(EntryCost)
+	if !u.ReserveEntry(0) || u.ReserveEntry(0) || u.Entries() != 1 {
+		t.Fatalf("uncapped account: entries %d, used %d", u.Entries(), u.Used())
+	}
+}
+
+func TestConcurrentEntriesNeverPassTheCap(t *testing.T) {
+	l := Default()
+	l.MaxEntries = 500
+	b := NewCallBudget(l)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	granted := int64(0)
+	for range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 50 {
+				if b.ReserveEntry(1) {
+					mu.Lock()
+					granted++
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if granted != 500 || b.Entries() != 500 || b.Used() != 500*(EntryCost+1) {
+		t.Fatalf("granted %d, entries %d, used %d", granted, b.Entries(), b.Used())
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/tetratelabs/wazero"
 	"go.uber.org/zap"
 
 	"github.com/subako/subako-runner/internal/fuel"
@@ -40,16 +41,26 @@ const (
 //
 // # Notes
 //
-//   - Open re-verifies the package's module.wasm against ModuleSHA256 and
-//     that the stored metered module is this runner's metering of it, so a
-//     changed package, a corrupted or tampered store, or an artifact of
-//     another runner version is refused, never run.
+//   - An artifact stays valid across runner versions: Runner is a record,
+//     not a condition. What matters is Metering, the version of the fuel
+//     rewriter that made Metered: an artifact of another metering version
+//     is metered again from module.wasm when it is opened (Package.Opened
+//     says so), never refused for it and never run as stored.
+//   - Open re-verifies the package's module.wasm against ModuleSHA256, and
+//     runs the stored metered module only when this host derived that very
+//     module from that module.wasm itself; otherwise it meters module.wasm
+//     again and refuses a stored module that differs. A changed package or
+//     a corrupted or tampered store is refused or ignored, never run.
 //   - The package directory itself is still needed: its assets are
 //     mounted at /package.
 type Artifact struct {
 	Format int `json:"format"`
-	// Runner is the runner version that made the artifact.
+	// Runner is the runner version that made the artifact (a record: Open
+	// does not compare it with its own).
 	Runner string `json:"runner"`
+	// Metering is the fuel.MeteringVersion of the rewriter that made
+	// Metered; 0 in artifacts made before it was recorded.
+	Metering int `json:"metering,omitempty"`
 	// Name is the package's name (manifest name or file name).
 	Name string `json:"name"`
 	// ModuleSHA256 is the hex SHA-256 of the package's module.wasm.
@@ -65,6 +76,20 @@ type Artifact struct {
 	// Metered is the fuel-metered module that runs; Save writes it beside
 	// the JSON rather than inside it.
 	Metered []byte `json:"-"`
+
+	// sum is the SHA-256 ReadArtifact computed of hashed, the slice it
+	// read; Open reuses it while Metered is still that slice.
+	sum    [sha256.Size]byte
+	hashed []byte
+}
+
+// meteredSum returns the SHA-256 of a.Metered, computed once.
+func (a *Artifact) meteredSum() [sha256.Size]byte {
+	if len(a.Metered) > 0 && len(a.hashed) == len(a.Metered) && &a.hashed[0] == &a.Metered[0] {
+		return a.sum
+	}
+	a.sum, a.hashed = sha256.Sum256(a.Metered), a.Metered
+	return a.sum
 }
 
 // Artifact returns the package's durable artifact.
@@ -78,6 +103,7 @@ func (p *Package) Artifact() *Artifact {
 	return &Artifact{
 		Format:        ArtifactFormat,
 		Runner:        Version,
+		Metering:      fuel.MeteringVersion,
 		Name:          p.name,
 		ModuleSHA256:  hex.EncodeToString(p.checked.Hash[:]),
 		MeteredSHA256: hex.EncodeToString(metered[:]),
@@ -141,7 +167,7 @@ func ReadArtifact(dir string) (*Artifact, error) {
 	if a.Metered, err = os.ReadFile(filepath.Join(dir, artifactMetered)); err != nil {
 		return nil, err
 	}
-	if sum := sha256.Sum256(a.Metered); hex.EncodeToString(sum[:]) != a.MeteredSHA256 {
+	if sum := a.meteredSum(); hex.EncodeToString(sum[:]) != a.MeteredSHA256 {
 		return nil, fmt.Errorf("artifact %s: %s does not match its recorded hash (corrupted store?)", dir, artifactMetered)
 	}
 	return a, nil
@@ -153,42 +179,78 @@ func ReadArtifact(dir string) (*Artifact, error) {
 // runtime has one), and the stored tool list is restored. A package that
 // changed since its upload is refused. When ctx ends first, the error
 // wraps ctx.Err().
+//
+// The stored metered module runs only when this host recorded that it
+// derived it from this module.wasm at this metering version (at the
+// upload, or at an earlier Open); then Open costs two hashes and wazero's
+// own load from its cache. Otherwise module.wasm is metered again: at the
+// artifact's metering version the result must equal the stored module (a
+// store that was written to cannot plant code that escapes metering); at
+// another version it replaces it (Package.Opened reports MeteringRederived,
+// and Package.Artifact returns the artifact to save for the next time).
 func (rt *Runtime) Open(ctx context.Context, a *Artifact, path string) (*Package, error) {
 	started := time.Now()
 	if err := canceled(ctx, "open "+path); err != nil {
 		return nil, err
 	}
-	if a.Format != ArtifactFormat || a.Runner != Version {
-		return nil, fmt.Errorf("the artifact was made by runner %s (format %d); this is runner %s (format %d): upload the package again", a.Runner, a.Format, Version, ArtifactFormat)
+	if a.Format != ArtifactFormat {
+		return nil, fmt.Errorf("the artifact has format %d; this runner (%s) opens format %d: upload the package again", a.Format, Version, ArtifactFormat)
 	}
-	src, err := ReadSource(path, rt.limits.ModuleSize)
-	if err != nil {
-		return nil, err
+	// The package is read and hashed on its own goroutine while wazero
+	// loads a stored metered module this host vouches for: on two cores the
+	// hash of a 14 MB module.wasm then adds nothing to Open. Nothing is
+	// returned, let alone run, before both are verified.
+	type read struct {
+		src  *Source
+		hash [sha256.Size]byte
+		err  error
 	}
-	hash := sha256.Sum256(src.Module)
-	if src.Module == nil || hex.EncodeToString(hash[:]) != a.ModuleSHA256 {
-		return nil, fmt.Errorf("%s: module.wasm does not match the artifact (sha256 %s, artifact %s): the package changed since its upload", path, hex.EncodeToString(hash[:]), a.ModuleSHA256)
+	reading := make(chan read, 1)
+	go func() {
+		src, err := ReadSource(path, rt.limits.ModuleSize)
+		r := read{src: src, err: err}
+		if err == nil && src.Module != nil {
+			r.hash = sha256.Sum256(src.Module)
+		}
+		reading <- r
+	}()
+	verify := func() (*Source, [sha256.Size]byte, error) {
+		r := <-reading
+		if r.err != nil {
+			return nil, r.hash, r.err
+		}
+		if r.src.Module == nil || hex.EncodeToString(r.hash[:]) != a.ModuleSHA256 {
+			return nil, r.hash, fmt.Errorf("%s: module.wasm does not match the artifact (sha256 %s, artifact %s): the package changed since its upload", path, hex.EncodeToString(r.hash[:]), a.ModuleSHA256)
+		}
+		return r.src, r.hash, nil
 	}
-	// The metered module must be what this runner makes of module.wasm: a
-	// store that was written to cannot plant code that escapes metering.
-	// Metering is ~100 ms for a 14 MB module, a few percent of compiling it.
-	metered, err := fuel.Instrument(src.Module)
-	if err != nil || !bytes.Equal(metered, a.Metered) {
-		return nil, fmt.Errorf("the artifact's metered module is not this runner's metering of module.wasm: upload the package again")
+	var (
+		src      *Source
+		hash     [sha256.Size]byte
+		metered  []byte
+		how      string
+		compiled wazero.CompiledModule
+		err      error
+	)
+	if rt.vouchesFor(a) {
+		metered, how = a.Metered, MeteringStored
+		compiled, err = rt.wz.CompileModule(ctx, metered)
+		var verr error
+		if src, hash, verr = verify(); verr != nil {
+			if err == nil {
+				compiled.Close(ctx)
+			}
+			return nil, verr
+		}
+	} else {
+		if src, hash, err = verify(); err != nil {
+			return nil, err
+		}
+		if metered, how, err = rt.meterAgain(a, src.Module, hash); err != nil {
+			return nil, err
+		}
+		compiled, err = rt.wz.CompileModule(ctx, metered)
 	}
-	src.Manifest, src.HasAssets = a.Manifest, a.HasAssets
-	tools := make([]protocol.Tool, len(a.Tools))
-	for i, raw := range a.Tools {
-		tools[i] = protocol.ParseTool(raw)
-	}
-	set, problems := protocol.ValidateTools(tools, 0)
-	if len(problems) > 0 {
-		return nil, fmt.Errorf("the artifact's tool list does not validate: %v", problems[0])
-	}
-	if err := canceled(ctx, "open "+path); err != nil {
-		return nil, err
-	}
-	compiled, err := rt.wz.CompileModule(ctx, a.Metered)
 	if cerr := canceled(ctx, "open "+path); cerr != nil {
 		if err == nil {
 			compiled.Close(context.WithoutCancel(ctx))
@@ -198,11 +260,22 @@ func (rt *Runtime) Open(ctx context.Context, a *Artifact, path string) (*Package
 	if err != nil {
 		return nil, fmt.Errorf("compiling the artifact's module: %w", err)
 	}
+	src.Manifest, src.HasAssets = a.Manifest, a.HasAssets
+	tools := make([]protocol.Tool, len(a.Tools))
+	for i, raw := range a.Tools {
+		tools[i] = protocol.ParseTool(raw)
+	}
+	set, problems := protocol.ValidateTools(tools, 0)
+	if len(problems) > 0 {
+		compiled.Close(ctx)
+		return nil, fmt.Errorf("the artifact's tool list does not validate: %v", problems[0])
+	}
 	p := &Package{
 		rt:      rt,
-		checked: &Checked{Source: src, Hash: hash, Metered: a.Metered, compiled: compiled},
+		checked: &Checked{Source: src, Hash: hash, Metered: metered, compiled: compiled},
 		name:    a.Name,
 		tools:   set,
+		Opened:  &Opened{Metering: how, ArtifactMetering: a.Metering, ArtifactRunner: a.Runner},
 	}
 	if len(a.Discover) > 0 {
 		if p.Discovery.Result, err = protocol.ParseDiscover(a.Discover); err != nil {
@@ -210,6 +283,77 @@ func (rt *Runtime) Open(ctx context.Context, a *Artifact, path string) (*Package
 			return nil, fmt.Errorf("the artifact's discover result: %v", err)
 		}
 	}
-	rt.log.Debug("package opened from artifact", zap.String("package", a.Name), zap.Duration("duration", time.Since(started)))
+	p.Opened.Duration = time.Since(started)
+	fields := []zap.Field{zap.String("package", a.Name), zap.String("metering", how), zap.Duration("duration", p.Opened.Duration)}
+	if how == MeteringRederived {
+		rt.log.Info("package opened from an artifact of another metering version: module.wasm metered again (save pkg.Artifact() to skip this next time)",
+			append(fields, zap.Int("artifact_metering", a.Metering), zap.Int("metering_version", fuel.MeteringVersion), zap.String("artifact_runner", a.Runner))...)
+	} else {
+		rt.log.Debug("package opened from artifact", fields...)
+	}
 	return p, nil
+}
+
+// How Open obtained the metered module that runs (Opened.Metering).
+const (
+	// MeteringStored: the artifact's metered module, which this host had
+	// recorded deriving from this module.wasm at this metering version.
+	MeteringStored = "stored"
+	// MeteringVerified: module.wasm was metered again and the result was
+	// the artifact's metered module (the first Open on a host that did not
+	// make the artifact; later ones are MeteringStored).
+	MeteringVerified = "verified"
+	// MeteringRederived: the artifact was made at another metering
+	// version; module.wasm was metered again and that runs instead.
+	MeteringRederived = "rederived"
+)
+
+// Opened describes how Open opened a package.
+type Opened struct {
+	// Metering is MeteringStored, MeteringVerified or MeteringRederived.
+	Metering string
+	// ArtifactMetering and ArtifactRunner are the metering version and
+	// runner version that made the artifact.
+	ArtifactMetering int
+	ArtifactRunner   string
+	// Duration is the whole Open, from the module's read to the compiled
+	// module.
+	Duration time.Duration
+}
+
+// vouchesFor reports whether the artifact's metered module may run as
+// stored: this host recorded deriving exactly it (by SHA-256) from the
+// module.wasm the artifact names, at this runner's metering version. Open
+// still checks that the package's module.wasm is that module.
+func (rt *Runtime) vouchesFor(a *Artifact) bool {
+	var module [sha256.Size]byte
+	b, err := hex.DecodeString(a.ModuleSHA256)
+	if err != nil || len(b) != len(module) {
+		return false
+	}
+	copy(module[:], b)
+	return a.Metering == fuel.MeteringVersion && rt.meterings.has(module, fuel.MeteringVersion, a.meteredSum())
+}
+
+// meterAgain meters module.wasm (already verified against the artifact,
+// with SHA-256 hash) for an artifact this host does not vouch for, and
+// says how the result relates to the stored one: at the artifact's own
+// metering version they must be equal (MeteringVerified), at another the
+// result replaces it (MeteringRederived).
+func (rt *Runtime) meterAgain(a *Artifact, module []byte, hash [sha256.Size]byte) ([]byte, string, error) {
+	metered, err := fuel.Instrument(module)
+	if err != nil {
+		return nil, "", fmt.Errorf("module.wasm cannot be metered: %v", err)
+	}
+	how := MeteringRederived
+	if a.Metering == fuel.MeteringVersion {
+		if !bytes.Equal(metered, a.Metered) {
+			return nil, "", fmt.Errorf("the artifact's metered module is not this runner's metering of module.wasm at the metering version it records (%d): the artifact store was changed; upload the package again", a.Metering)
+		}
+		how = MeteringVerified
+	}
+	if err := rt.meterings.record(hash, fuel.MeteringVersion, sha256.Sum256(metered)); err != nil {
+		rt.log.Warn("cannot record a verified metering; the next process will meter this module again", zap.Error(err))
+	}
+	return metered, how, nil
 }

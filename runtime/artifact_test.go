@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/subako/subako-runner/internal/fuel"
 	"github.com/subako/subako-runner/internal/testguest"
 )
 
@@ -55,55 +57,188 @@ func TestArtifactRefusesChangedPackageOrStore(t *testing.T) {
 	rt := newRuntime(t, nil)
 	dir := makePackage(t, testguest.Go(t, guests+"greet"), nil)
 	pkg := load(t, rt, dir)
-	store := t.TempDir()
-	if err := pkg.Artifact().Save(store); err != nil {
+	saved := t.TempDir()
+	if err := pkg.Artifact().Save(saved); err != nil {
 		t.Fatal(err)
 	}
-
-	// The package's module changed after the upload.
-	other := makePackage(t, "../testdata/packages/cgreet/module.wasm", nil)
-	a, err := ReadArtifact(store)
+	unmetered := pkg.checked.Source.Module
+	// Each case tampers with a fresh copy of the saved store, then reads
+	// and opens it on a runtime that recorded the upload's metering and on
+	// one that never saw the package (no compilation cache, no records).
+	fresh, err := New(context.Background(), Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := rt.Open(context.Background(), a, other); err == nil || !strings.Contains(err.Error(), "changed since its upload") {
-		t.Fatalf("a changed module opened: %v", err)
+	defer fresh.Close(context.Background())
+	cases := []struct {
+		name    string
+		tamper  func(store string)
+		pkgDir  string
+		readErr string // ReadArtifact refuses with this
+		openErr string // Open refuses with this
+	}{
+		{name: "module.wasm changed", pkgDir: makePackage(t, "../testdata/packages/cgreet/module.wasm", nil), openErr: "changed since its upload"},
+		{name: "metered.wasm altered", tamper: func(store string) {
+			b := readFile(t, filepath.Join(store, artifactMetered))
+			b[len(b)/2] ^= 0xff
+			writeStoreFile(t, filepath.Join(store, artifactMetered), b)
+		}, readErr: "hash"},
+		{name: "unmetered module planted with its hash in artifact.json", tamper: func(store string) {
+			writeStoreFile(t, filepath.Join(store, artifactMetered), unmetered)
+			sum := sha256.Sum256(unmetered)
+			editArtifact(t, store, "meteredSha256", hex.EncodeToString(sum[:]))
+		}, openErr: "store was changed"},
+		{name: "artifact.json: moduleSha256 altered", tamper: func(store string) {
+			sum := sha256.Sum256([]byte("another module"))
+			editArtifact(t, store, "moduleSha256", hex.EncodeToString(sum[:]))
+		}, openErr: "changed since its upload"},
+		{name: "artifact.json: meteredSha256 altered", tamper: func(store string) {
+			sum := sha256.Sum256([]byte("another module"))
+			editArtifact(t, store, "meteredSha256", hex.EncodeToString(sum[:]))
+		}, readErr: "hash"},
+		{name: "artifact.json: another format", tamper: func(store string) { editArtifact(t, store, "format", 2) }, readErr: "format"},
+		{name: "artifact.json: an unknown field", tamper: func(store string) { editArtifact(t, store, "trusted", true) }, readErr: "unknown field"},
 	}
-
-	// The stored metered module was corrupted.
-	metered := filepath.Join(store, artifactMetered)
-	b, _ := os.ReadFile(metered)
-	b[len(b)/2] ^= 0xff
-	os.WriteFile(metered, b, 0o644)
-	if _, err := ReadArtifact(store); err == nil || !strings.Contains(err.Error(), "hash") {
-		t.Fatalf("a corrupted metered module was read: %v", err)
-	}
-
-	// A metered module that is not this runner's metering of the module
-	// (say, the unmetered module planted with a matching recorded hash)
-	// is refused.
-	planted := pkg.Artifact()
-	planted.Metered = pkg.checked.Source.Module
-	sum := sha256.Sum256(planted.Metered)
-	planted.MeteredSHA256 = hex.EncodeToString(sum[:])
-	if _, err := rt.Open(context.Background(), planted, dir); err == nil || !strings.Contains(err.Error(), "metering") {
-		t.Fatalf("a planted unmetered module opened: %v", err)
-	}
-	old := pkg.Artifact()
-	old.Runner = "0.0.1"
-	if _, err := rt.Open(context.Background(), old, dir); err == nil || !strings.Contains(err.Error(), "upload the package again") {
-		t.Fatalf("another runner's artifact opened: %v", err)
-	}
-
-	// Another format, or an unknown field, is refused.
-	doc, _ := os.ReadFile(filepath.Join(store, artifactJSON))
-	os.WriteFile(filepath.Join(store, artifactJSON), []byte(strings.Replace(string(doc), `"format": 1`, `"format": 2`, 1)), 0o644)
-	if _, err := ReadArtifact(store); err == nil || !strings.Contains(err.Error(), "format") {
-		t.Fatalf("format 2 read: %v", err)
+	for _, c := range cases {
+		for _, r := range []struct {
+			name string
+			rt   *Runtime
+		}{{"uploading runtime", rt}, {"fresh runtime", fresh}} {
+			store := copyStore(t, saved)
+			if c.tamper != nil {
+				c.tamper(store)
+			}
+			a, err := ReadArtifact(store)
+			if c.readErr != "" {
+				if err == nil || !strings.Contains(err.Error(), c.readErr) {
+					t.Errorf("%s, %s: ReadArtifact: %v, want an error with %q", c.name, r.name, err, c.readErr)
+				}
+				continue
+			}
+			if err != nil {
+				t.Fatalf("%s: ReadArtifact: %v", c.name, err)
+			}
+			pkgDir := dir
+			if c.pkgDir != "" {
+				pkgDir = c.pkgDir
+			}
+			if p, err := r.rt.Open(context.Background(), a, pkgDir); err == nil || !strings.Contains(err.Error(), c.openErr) {
+				if p != nil {
+					p.Close(context.Background())
+				}
+				t.Errorf("%s, %s: Open: %v, want an error with %q", c.name, r.name, err, c.openErr)
+			}
+		}
 	}
 	if _, err := ReadArtifact(t.TempDir()); err == nil {
 		t.Fatal("an empty directory read as an artifact")
 	}
+}
+
+// TestArtifactAcrossVersions opens artifacts as an upgraded runner finds
+// them: another runner version with the same metering opens as stored;
+// another metering version (even with an unmetered module planted in the
+// store) is metered again from module.wasm, and that is what runs.
+func TestArtifactAcrossVersions(t *testing.T) {
+	t.Parallel()
+	rt := newRuntime(t, nil)
+	dir := makePackage(t, testguest.Go(t, guests+"greet"), nil)
+	pkg := load(t, rt, dir)
+	want, err := fuel.Instrument(pkg.checked.Source.Module)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh, err := New(context.Background(), Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close(context.Background())
+
+	open := func(r *Runtime, a *Artifact, how string) *Package {
+		t.Helper()
+		p, err := r.Open(context.Background(), a, dir)
+		if err != nil {
+			t.Fatalf("Open (runner %s, metering %d): %v", a.Runner, a.Metering, err)
+		}
+		t.Cleanup(func() { p.Close(context.Background()) })
+		if p.Opened == nil || p.Opened.Metering != how {
+			t.Fatalf("Open (runner %s, metering %d): opened %+v, want metering %q", a.Runner, a.Metering, p.Opened, how)
+		}
+		if !bytes.Equal(p.checked.Metered, want) {
+			t.Fatalf("Open (runner %s, metering %d, %s) runs a module that is not this runner's metering of module.wasm", a.Runner, a.Metering, how)
+		}
+		res := call(t, p, CallRequest{Tool: "greet", Arguments: json.RawMessage(`{"name":"Ada"}`)})
+		if res.Outcome != OutcomeOK || !strings.Contains(viewText(res), "Ada") {
+			t.Fatalf("call on the opened package: %s %q", res.Outcome, viewText(res))
+		}
+		return p
+	}
+
+	// Another runner version, the same metering: opened as stored by the
+	// host that recorded the upload; verified once by a host that did not.
+	older := pkg.Artifact()
+	older.Runner = "0.0.1"
+	open(rt, older, MeteringStored)
+	open(fresh, older, MeteringVerified)
+	open(fresh, older, MeteringStored)
+
+	// Another metering version: metered again, never refused, and the
+	// stored module (here the unmetered one) is ignored.
+	for _, version := range []int{0, fuel.MeteringVersion - 1, fuel.MeteringVersion + 1} {
+		planted := pkg.Artifact()
+		planted.Runner, planted.Metering = "0.0.1", version
+		planted.Metered = pkg.checked.Source.Module
+		sum := sha256.Sum256(planted.Metered)
+		planted.MeteredSHA256 = hex.EncodeToString(sum[:])
+		p := open(rt, planted, MeteringRederived)
+		if p.Opened.ArtifactMetering != version {
+			t.Errorf("Opened.ArtifactMetering %d, want %d", p.Opened.ArtifactMetering, version)
+		}
+		// The opened package's artifact is the upgraded one, ready to save.
+		if up := p.Artifact(); up.Metering != fuel.MeteringVersion || !bytes.Equal(up.Metered, want) {
+			t.Errorf("the re-derived package's artifact has metering %d and %d bytes", up.Metering, len(up.Metered))
+		}
+	}
+}
+
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func writeStoreFile(t *testing.T, path string, b []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// editArtifact sets one field of the stored artifact.json.
+func editArtifact(t *testing.T, store, field string, value any) {
+	t.Helper()
+	var doc map[string]any
+	if err := json.Unmarshal(readFile(t, filepath.Join(store, artifactJSON)), &doc); err != nil {
+		t.Fatal(err)
+	}
+	doc[field] = value
+	b, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeStoreFile(t, filepath.Join(store, artifactJSON), b)
+}
+
+func copyStore(t *testing.T, from string) string {
+	t.Helper()
+	to := t.TempDir()
+	for _, name := range []string{artifactJSON, artifactMetered} {
+		writeStoreFile(t, filepath.Join(to, name), readFile(t, filepath.Join(from, name)))
+	}
+	return to
 }
 
 // TestArtifactOpensInAnotherProcess uploads a package here, then opens it
@@ -173,6 +308,11 @@ func TestArtifactChild(t *testing.T) {
 	fmt.Printf("CHILD-OPEN %v\n", time.Since(start))
 	if pkg.Discovery.Pages != 0 {
 		t.Fatal("discovery ran")
+	}
+	// The parent's upload recorded its metering in the shared cache
+	// directory: the child runs the stored module without metering again.
+	if pkg.Opened == nil || pkg.Opened.Metering != MeteringStored {
+		t.Fatalf("the child opened the artifact with %+v, want metering %q", pkg.Opened, MeteringStored)
 	}
 	res, err := pkg.Call(context.Background(), CallRequest{Tool: "greet", Arguments: json.RawMessage(`{"name":"Ada"}`)})
 	if err != nil {

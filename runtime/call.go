@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"go.uber.org/zap"
@@ -72,8 +73,10 @@ type Stats struct {
 	MemoryBytes int64 `json:"memoryBytes"`
 	// BytesWritten is what the call charged to its write budget.
 	BytesWritten int64 `json:"bytesWritten"`
-	// HTTPRequests counts requests sent through subako_http, each
-	// redirect hop included.
+	// HTTPRequests counts requests subako_http sent: written to a
+	// connection after every check passed, each redirect hop included.
+	// Requests refused before that (allowlist, destination, DNS, a refused
+	// connection) do not count.
 	HTTPRequests int64 `json:"httpRequests"`
 	// HTTPBytesSent and HTTPBytesReceived count HTTP body bytes.
 	HTTPBytesSent     int64 `json:"httpBytesSent"`
@@ -104,13 +107,15 @@ type Result struct {
 	removeTmp bool
 }
 
-// Release removes the call's /volume/tmp when the runtime created it.
+// Release removes the call's /volume/tmp when the runtime created it. An
+// error means the directory (or part of it) is still on disk; it names the
+// directory and wraps the cause.
 func (r *Result) Release() error {
 	if !r.removeTmp || r.TmpDir == "" {
 		return nil
 	}
 	r.removeTmp = false
-	return os.RemoveAll(r.TmpDir)
+	return fsmount.RemoveAll(r.TmpDir)
 }
 
 // Call runs one tools/call in a fresh instance. An error means the host
@@ -190,7 +195,7 @@ func (p *Package) startCall(ctx context.Context, req CallRequest, tmp string, li
 		return nil, err
 	}
 	c.mounts = mounts
-	c.budget = limits.NewWriteBudget(lim.WriteBudget)
+	c.budget = limits.NewCallBudget(lim)
 	c.http = subakohttp.NewCall(subakohttp.CallConfig{
 		Policy: policy, Files: volumeFiles{mounts}, Budget: c.budget, Limits: lim, Logger: log,
 	})
@@ -316,20 +321,12 @@ func (v volumeFiles) check(guestPath string) error {
 	return nil
 }
 
-// OpenBody implements subakohttp.Files.
-func (v volumeFiles) OpenBody(guestPath string) (*os.File, error) {
+// OpenFile implements subakohttp.Files.
+func (v volumeFiles) OpenFile(guestPath string, flag int, perm fs.FileMode) (*os.File, error) {
 	if err := v.check(guestPath); err != nil {
 		return nil, err
 	}
-	return v.mounts.OpenFile(guestPath, os.O_RDONLY, 0)
-}
-
-// CreateOutput implements subakohttp.Files.
-func (v volumeFiles) CreateOutput(guestPath string) (*os.File, error) {
-	if err := v.check(guestPath); err != nil {
-		return nil, err
-	}
-	return v.mounts.OpenFile(guestPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	return v.mounts.OpenFile(guestPath, flag, perm)
 }
 
 // ResolveVolume implements protocol.VolumeResolver. The file is opened
@@ -339,7 +336,8 @@ func (v volumeFiles) ResolveVolume(guestPath string) (protocol.VolumeFile, error
 	if err := v.check(guestPath); err != nil {
 		return protocol.VolumeFile{}, err
 	}
-	f, err := v.mounts.OpenFile(guestPath, os.O_RDONLY, 0)
+	// O_NONBLOCK: opening a FIFO must not wait for a writer.
+	f, err := v.mounts.OpenFile(guestPath, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return protocol.VolumeFile{}, fmt.Errorf("%s does not exist", guestPath)

@@ -87,7 +87,7 @@ func (rt *Runtime) RunCommand(ctx context.Context, path string, cmd Command) (*C
 	}
 	defer mounts.Close()
 
-	budget := limits.NewWriteBudget(lim.WriteBudget)
+	budget := limits.NewCallBudget(lim)
 	policy := cmd.Network
 	if policy == nil {
 		policy = denyAll
@@ -105,6 +105,7 @@ func (rt *Runtime) RunCommand(ctx context.Context, path string, cmd Command) (*C
 	inst := wasi.NewInstance(wasi.Config{
 		Args: cmd.Args, Env: cmd.Env, Stdin: stdin, Stdout: stdout,
 		Stderr: io.MultiWriter(stderr, tail), Mounts: mounts, Budget: budget,
+		MaxStdioWrite: lim.StdoutLine,
 	})
 	defer inst.Close()
 

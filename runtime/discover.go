@@ -28,6 +28,8 @@ type Package struct {
 
 	// Discovery describes the discovery run.
 	Discovery Discovery
+	// Opened says how Open opened the package; nil after Load.
+	Opened *Opened
 }
 
 // Discovery is what the discovery run observed, for reports and `check`.

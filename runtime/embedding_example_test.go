@@ -117,7 +117,13 @@ func open(ctx context.Context, rt *runtime.Runtime, dir, store string) (*runtime
 	if err != nil {
 		return nil, err
 	}
-	return rt.Open(ctx, a, dir) // refused if module.wasm changed since the upload
+	pkg, err := rt.Open(ctx, a, dir) // refused if module.wasm changed since the upload
+	if err == nil && pkg.Opened.Metering == runtime.MeteringRederived {
+		// An older runner's metering, made again from module.wasm: save
+		// this runner's so the next process need not.
+		_ = pkg.Artifact().Save(store)
+	}
+	return pkg, err
 }
 
 // Upload once, call forever: the artifact and the compilation cache carry

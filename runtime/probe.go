@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/subako/subako-runner/fsmount"
 	"github.com/subako/subako-runner/protocol"
 )
 
@@ -81,7 +82,11 @@ func (p *Package) Probe(ctx context.Context, pr Probe, req CallRequest) (*ProbeR
 		if err != nil {
 			return nil, err
 		}
-		defer os.RemoveAll(dir)
+		defer func() {
+			if err := fsmount.RemoveAll(dir); err != nil {
+				p.rt.log.Warn("the probe's /volume/tmp was not removed", zap.Error(err))
+			}
+		}()
 		tmp = dir
 	}
 	log := p.rt.log.With(zap.String("package", p.name), zap.String("probe", "raw"))

@@ -61,6 +61,8 @@ type Runtime struct {
 	limits   limits.Limits
 	client   protocol.ClientInfo
 	observer Observer
+	// meterings are the meterings this host derived itself (Open).
+	meterings *meteringRecords
 	// endGrace overrides the package's endGrace; tests shorten it.
 	endGrace time.Duration
 }
@@ -86,7 +88,8 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	// No WithCloseOnContextDone: every module is fuel-metered (internal/fuel)
 	// and the refuel host function, entered about every millisecond, checks
 	// the deadline at a fraction of that option's cost.
-	rt := &Runtime{log: log, limits: lim, client: protocol.ClientInfo{Name: "subako", Version: Version}, observer: cfg.Observer}
+	rt := &Runtime{log: log, limits: lim, client: protocol.ClientInfo{Name: "subako", Version: Version}, observer: cfg.Observer,
+		meterings: newMeteringRecords(cfg.CompilationCacheDir)}
 	if cfg.CompilationCacheDir != "" {
 		cache, err := wazero.NewCompilationCacheWithDir(cfg.CompilationCacheDir)
 		if err != nil {
@@ -180,7 +183,11 @@ func (rt *Runtime) check(ctx context.Context, src *Source) (*Checked, error) {
 		compiled.Close(context.WithoutCancel(ctx))
 		return nil, err
 	}
-	return &Checked{Source: src, Hash: sha256.Sum256(src.Module), Metered: metered, compiled: compiled}, nil
+	c := &Checked{Source: src, Hash: sha256.Sum256(src.Module), Metered: metered, compiled: compiled}
+	if err := rt.meterings.record(c.Hash, fuel.MeteringVersion, sha256.Sum256(metered)); err != nil {
+		rt.log.Warn("cannot record the module's metering; opening its artifact will meter it again", zap.Error(err))
+	}
+	return c, nil
 }
 
 // compile injects fuel metering and compiles the result.

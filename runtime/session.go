@@ -118,6 +118,7 @@ func (rt *Runtime) startSession(parent context.Context, cfg instanceConfig, log 
 	wcfg.Stdin = s.stdin
 	wcfg.Stdout = stdoutWriter{s}
 	wcfg.Stderr = s.stderr
+	wcfg.MaxStdioWrite = lim.StdoutLine // one fd_write moves at most one line's worth
 	inst := wasi.NewInstance(wcfg)
 
 	ictx := wasi.WithInstance(ctx, inst)

@@ -83,7 +83,9 @@ const (
 	fileRights = RightFdDatasync | RightFdRead | RightFdSeek | RightFdFdstatSetFlags | RightFdSync |
 		RightFdTell | RightFdWrite | RightFdAdvise | RightFdAllocate | RightFdFilestatGet |
 		RightFdFilestatSetSize | RightFdFilestatSetTimes | RightPollFdReadwrite
-	dirRights = RightFdFdstatSetFlags | RightFdSync | RightFdAdvise | RightFdSeek | RightFdTell |
+	// A directory has no position: no fd_seek right (fd_tell stays, and
+	// answers EISDIR like fd_seek).
+	dirRights = RightFdFdstatSetFlags | RightFdSync | RightFdAdvise | RightFdTell |
 		RightPathCreateDirectory | RightPathCreateFile | RightPathLinkSource | RightPathLinkTarget |
 		RightPathOpen | RightFdReaddir | RightPathReadlink | RightPathRenameSource |
 		RightPathRenameTarget | RightPathFilestatGet | RightPathFilestatSetSize |

@@ -33,9 +33,23 @@
 //     wasi-libc line-buffers stdout (a response line reaches the host at its
 //     newline) and Go makes stdin pollable.
 //   - fd_filestat_set_times and path_filestat_set_times on a file opened
-//     through a path are applied by path; setting the times of a symbolic
-//     link itself (no symlink_follow) is ENOTSUP. path_link with
-//     symlink_follow on a symbolic link is ENOTSUP.
+//     through a path are applied by path; without symlink_follow the times
+//     of a symbolic link itself are set (utimensat, Linux; ENOTSUP
+//     elsewhere). path_link with symlink_follow on a symbolic link is
+//     EINVAL, as in wasmtime.
+//   - A directory descriptor has no fd_seek right; fd_seek, fd_tell and
+//     fd_allocate on it fail as on POSIX (EISDIR, EBADF) before fd_allocate's
+//     ENOTSUP on files.
+//   - path_rename onto an existing directory behaves as rename(2): a
+//     directory replaces an empty one, a file gets EISDIR (renameat on
+//     Linux; os.Root alone refuses every such rename with EEXIST).
+//   - Per call, at most 1024 iovecs (fd_read, fd_write, fd_pread,
+//     fd_pwrite) and 4096 poll_oneoff subscriptions; more is EINVAL. One
+//     fd_write to stdout or stderr moves at most Config.MaxStdioWrite
+//     bytes and reports a short count beyond it.
+//   - fd_readdir yields ".", "..", then the entries in the host
+//     directory's order (not sorted: sorting would need the whole listing
+//     in host memory); a cookie is the index of the next entry.
 //   - The DSYNC/RSYNC/SYNC fdflags are recorded, not honoured; fd_sync and
 //     fd_datasync call fsync.
 //   - path_open opens only regular files and directories (anything else a

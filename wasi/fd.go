@@ -6,8 +6,6 @@ import (
 	"io/fs"
 	"math"
 	"os"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/tetratelabs/wazero/api"
@@ -69,11 +67,21 @@ func fdAdvise(_ context.Context, in *Instance, _ api.Module, p []uint64) Errno {
 	return ErrnoSuccess // advice is only a hint
 }
 
-// fdAllocate is ENOTSUP by ABI 1: preallocation would grow files outside the
-// write budget's accounting of bytes written.
+// fdAllocate is ENOTSUP on files by ABI 1: preallocation would grow files
+// outside the write budget's accounting of bytes written. A descriptor that
+// is no file at all fails first, as fallocate(2) does: EBADF for a
+// directory, ESPIPE for stdio.
 func fdAllocate(_ context.Context, in *Instance, _ api.Module, p []uint64) Errno {
-	if _, errno := in.get(uint32(p[0])); errno != ErrnoSuccess {
+	e, errno := in.get(uint32(p[0]))
+	switch {
+	case errno != ErrnoSuccess:
 		return errno
+	case e.kind == kindDir:
+		return ErrnoBadf
+	case e.isStdio():
+		return ErrnoSpipe
+	case e.base&RightFdAllocate == 0:
+		return ErrnoNotcapable
 	}
 	return ErrnoNotsup
 }
@@ -440,7 +448,7 @@ func fdRead(ctx context.Context, in *Instance, mod api.Module, p []uint64) Errno
 		return ErrnoBadf
 	default:
 		var err error
-		n, err = readFile(e.file, bufs, -1)
+		n, err = readFile(ctx, mod, e.file, bufs, -1)
 		if err != nil && n == 0 {
 			return errnoOf(err)
 		}
@@ -449,33 +457,56 @@ func fdRead(ctx context.Context, in *Instance, mod api.Module, p []uint64) Errno
 	return ErrnoSuccess
 }
 
+// ioChunk is the most bytes one host read or write moves between two
+// checks of the call's context, so a large fd_read or fd_write (up to the
+// whole guest memory) stops soon after the deadline.
+const ioChunk = 1 << 20
+
+// checkContext ends the instance if the call's context is done. Host
+// functions that loop call it after each step (a chunk of ioChunk bytes,
+// a chunk of directory entries), so a call does at most one step past the
+// deadline: a small write just at the deadline still lands (a crash
+// report then keeps its last stderr line), a large one stops after 1 MiB.
+// The fuel meter ends a guest looping over small calls.
+func checkContext(ctx context.Context, mod api.Module) {
+	if ctx.Err() != nil {
+		exitForContext(ctx, mod)
+	}
+}
+
 // readFile reads into bufs in order, at the current position (off < 0) or
-// at off, stopping at the first short read.
-func readFile(f *os.File, bufs [][]byte, off int64) (int, error) {
+// at off, in chunks of ioChunk with the context checked after each,
+// stopping at the first short read.
+func readFile(ctx context.Context, mod api.Module, f *os.File, bufs iovecList, off int64) (int, error) {
 	total := 0
-	for _, b := range bufs {
-		var n int
-		var err error
-		if off < 0 {
-			n, err = f.Read(b)
-		} else {
-			n, err = f.ReadAt(b, off+int64(total))
-		}
-		total += n
-		if err == io.EOF {
-			return total, nil
-		}
-		if err != nil {
-			return total, err
-		}
-		if n < len(b) {
-			break
+	for buf := range bufs.all() {
+		for len(buf) > 0 {
+			b := buf[:min(len(buf), ioChunk)]
+			var n int
+			var err error
+			if off < 0 {
+				n, err = f.Read(b)
+			} else {
+				n, err = f.ReadAt(b, off+int64(total))
+			}
+			total += n
+			if err == io.EOF {
+				return total, nil
+			}
+			if err != nil {
+				return total, err
+			}
+			if n < len(b) {
+				return total, nil
+			}
+			buf = buf[n:]
+			checkContext(ctx, mod)
 		}
 	}
 	return total, nil
 }
 
-func fdPread(_ context.Context, in *Instance, mod api.Module, p []uint64) Errno {
+func fdPread(ctx context.Context, in *Instance, mod api.Module, p []uint64) Errno {
 	e, errno := in.get(uint32(p[0]))
 	if errno != ErrnoSuccess {
 		return errno
@@ -498,7 +529,7 @@ func fdPread(_ context.Context, in *Instance, mod api.Module, p []uint64) Errno 
 	case p[3] > math.MaxInt64:
 		return ErrnoInval
 	}
-	n, err := readFile(e.file, bufs, int64(p[3]))
+	n, err := readFile(ctx, mod, e.file, bufs, int64(p[3]))
 	if err != nil && n == 0 {
 		return errnoOf(err)
 	}
@@ -506,8 +537,9 @@ func fdPread(_ context.Context, in *Instance, mod api.Module, p []uint64) Errno 
 	return ErrnoSuccess
 }
 
-// fdWrite writes to stdout/stderr (one synchronous Write of a copy) or to a
-// file (charged to the write budget).
+// fdWrite writes to stdout/stderr (Writes of guest memory, at most
+// Config.MaxStdioWrite bytes per call) or to a file (charged to the write
+// budget).
 func fdWrite(ctx context.Context, in *Instance, mod api.Module, p []uint64) Errno {
 	e, errno := in.get(uint32(p[0]))
 	if errno != ErrnoSuccess {
@@ -531,16 +563,7 @@ func fdWrite(ctx context.Context, in *Instance, mod api.Module, p []uint64) Errn
 		if e.kind == kindStderr {
 			w = in.cfg.Stderr
 		}
-		data := make([]byte, 0, total)
-		for _, b := range bufs {
-			data = append(data, b...)
-		}
-		if total > 0 {
-			if _, err := w.Write(data); err != nil {
-				exit(ctx, mod, ExitCodeAborted)
-			}
-		}
-		m.putU32(resPtr, uint32(total))
+		m.putU32(resPtr, in.writeStdio(ctx, mod, w, bufs))
 		return ErrnoSuccess
 	case kindStdin:
 		return ErrnoBadf
@@ -550,7 +573,7 @@ func fdWrite(ctx context.Context, in *Instance, mod api.Module, p []uint64) Errn
 		}
 		return ErrnoBadf
 	}
-	n, errno := in.writeFile(e, bufs, total, -1)
+	n, errno := in.writeFile(ctx, mod, e, bufs, total, -1)
 	if errno != ErrnoSuccess {
 		return errno
 	}
@@ -558,7 +581,33 @@ func fdWrite(ctx context.Context, in *Instance, mod api.Module, p []uint64) Errn
 	return ErrnoSuccess
 }
 
-func fdPwrite(_ context.Context, in *Instance, mod api.Module, p []uint64) Errno {
+// writeStdio passes the guest's bytes to w straight from guest memory, one
+// iovec (or ioChunk of it) at a time, never concatenated: overlapping
+// iovecs cost the host no memory. It stops after in.cfg.MaxStdioWrite
+// bytes and returns the count written, a short write the guest's libc
+// retries. The context is checked after each Write; a Write error ends
+// the instance with ExitCodeAborted.
+func (in *Instance) writeStdio(ctx context.Context, mod api.Module, w io.Writer, bufs iovecList) uint32 {
+	limit := in.cfg.MaxStdioWrite
+	if limit <= 0 {
+		limit = DefaultMaxStdioWrite
+	}
+	var n int64
+	for buf := range bufs.all() {
+		for len(buf) > 0 && n < limit {
+			c := int(min(int64(len(buf)), ioChunk, limit-n))
+			if _, err := w.Write(buf[:c]); err != nil {
+				exit(ctx, mod, ExitCodeAborted)
+			}
+			n += int64(c)
+			buf = buf[c:]
+			checkContext(ctx, mod)
+		}
+	}
+	return uint32(n)
+}
+
+func fdPwrite(ctx context.Context, in *Instance, mod api.Module, p []uint64) Errno {
 	e, errno := in.get(uint32(p[0]))
 	if errno != ErrnoSuccess {
 		return errno
@@ -583,7 +632,7 @@ func fdPwrite(_ context.Context, in *Instance, mod api.Module, p []uint64) Errno
 	case p[3] > math.MaxInt64:
 		return ErrnoInval
 	}
-	n, errno := in.writeFile(e, bufs, total, int64(p[3]))
+	n, errno := in.writeFile(ctx, mod, e, bufs, total, int64(p[3]))
 	if errno != ErrnoSuccess {
 		return errno
 	}
@@ -593,8 +642,10 @@ func fdPwrite(_ context.Context, in *Instance, mod api.Module, p []uint64) Errno
 
 // writeFile writes bufs at the current position, at the end (APPEND), or at
 // off (off >= 0). The budget is charged all or nothing before writing:
-// bytes written plus any hole created past the current end of file.
-func (in *Instance) writeFile(e *fdEntry, bufs [][]byte, total uint64, off int64) (int, Errno) {
+// bytes written plus any hole created past the current end of file. Bytes
+// go from guest memory in chunks of ioChunk, the context checked after
+// each; an instance ended there is refunded what it did not write.
+func (in *Instance) writeFile(ctx context.Context, mod api.Module, e *fdEntry, bufs iovecList, total uint64, off int64) (int, Errno) {
 	if e.readOnly {
 		return 0, ErrnoRofs
 	}
@@ -637,103 +688,39 @@ func (in *Instance) writeFile(e *fdEntry, bufs [][]byte, total uint64, off int64
 		}
 	}
 	written := 0
-	for _, b := range bufs {
-		var n int
-		if off < 0 {
-			n, err = e.file.Write(b)
-		} else {
-			n, err = e.file.WriteAt(b, off+int64(written))
-		}
-		written += n
-		if err != nil {
-			break
+	settle := func() {
+		if budget != nil {
+			used := int64(written)
+			if written > 0 {
+				used += hole
+			}
+			budget.Refund(cost - used)
 		}
 	}
-	if budget != nil {
-		used := int64(written)
-		if written > 0 {
-			used += hole
+write:
+	for buf := range bufs.all() {
+		for len(buf) > 0 {
+			b := buf[:min(len(buf), ioChunk)]
+			var n int
+			if off < 0 {
+				n, err = e.file.Write(b)
+			} else {
+				n, err = e.file.WriteAt(b, off+int64(written))
+			}
+			written += n
+			if err != nil {
+				break write
+			}
+			buf = buf[n:]
+			if ctx.Err() != nil {
+				settle()
+				exitForContext(ctx, mod)
+			}
 		}
-		budget.Refund(cost - used)
 	}
+	settle()
 	if err != nil && written == 0 {
 		return 0, errnoOf(err)
 	}
 	return written, ErrnoSuccess
-}
-
-type dirent struct {
-	name string
-	ino  uint64
-	typ  uint8
-}
-
-// fdReaddir lists a directory: ".", "..", then the entries in byte order of
-// name. Entry i has d_next = i+1, so a cookie is the index of the next
-// entry. The listing is read afresh at cookie 0 and kept for later cookies.
-func fdReaddir(_ context.Context, in *Instance, mod api.Module, p []uint64) Errno {
-	e, errno := in.get(uint32(p[0]))
-	if errno != ErrnoSuccess {
-		return errno
-	}
-	m := memOf(mod)
-	bufPtr, bufLen, cookie, resPtr := uint32(p[1]), uint32(p[2]), p[3], uint32(p[4])
-	buf, ok := m.slice(bufPtr, bufLen)
-	if !ok || !m.ok(resPtr, 4) {
-		return ErrnoFault
-	}
-	switch {
-	case e.kind != kindDir:
-		return ErrnoNotdir
-	case e.base&RightFdReaddir == 0:
-		return ErrnoNotcapable
-	}
-	if cookie == 0 || e.dirents == nil {
-		list, err := listDir(e.root)
-		if err != nil {
-			return errnoOf(err)
-		}
-		e.dirents = list
-	}
-	used := uint32(0)
-	for i := cookie; i < uint64(len(e.dirents)) && used < bufLen; i++ {
-		d := e.dirents[i]
-		var h [sizeDirent]byte
-		le64(h[0:], i+1)
-		le64(h[8:], d.ino)
-		le32(h[16:], uint32(len(d.name)))
-		h[20] = d.typ
-		rec := append(h[:], d.name...)
-		used += uint32(copy(buf[used:], rec))
-	}
-	m.putU32(resPtr, used)
-	return ErrnoSuccess
-}
-
-func listDir(root *os.Root) ([]dirent, error) {
-	f, err := root.Open(".")
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	self, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	entries, err := f.ReadDir(-1)
-	if err != nil {
-		return nil, err
-	}
-	_, ino, _, _, _ := statIDs(self)
-	list := []dirent{{".", ino, filetypeDirectory}, {"..", 0, filetypeDirectory}}
-	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
-	for _, de := range entries {
-		info, err := de.Info()
-		if err != nil {
-			continue // removed since the listing was read
-		}
-		_, ino, _, _, _ := statIDs(info)
-		list = append(list, dirent{de.Name(), ino, fileType(info.Mode())})
-	}
-	return list, nil
 }

@@ -126,7 +126,7 @@ func TestOutOfRangePointersAreEFAULT(t *testing.T) {
 		{"fd_read", []uint64{0, bad, 1, 0}},
 		{"fd_read", []uint64{f, 200, 1, 0}},
 		{"fd_write", []uint64{1, 200, 1, 0}},
-		{"fd_write", []uint64{1, 0, 0x20000000, 0}},
+		{"fd_write", []uint64{1, end - 8, 2, 0}},
 		{"fd_write", []uint64{f, 0, 0, bad}},
 		{"fd_pread", []uint64{f, 200, 1, 0, 0}},
 		{"fd_pwrite", []uint64{f, 200, 1, 0, 0}},
@@ -146,7 +146,7 @@ func TestOutOfRangePointersAreEFAULT(t *testing.T) {
 		{"path_symlink", []uint64{bad, 4, 3, 100, 4}},
 		{"path_unlink_file", []uint64{3, 100, bad}},
 		{"poll_oneoff", []uint64{bad, 0, 1, 0}},
-		{"poll_oneoff", []uint64{0, 0, 0x10000000, 0}},
+		{"poll_oneoff", []uint64{end - sizeSubscription, 0, 2, 0}},
 	}
 	for _, tt := range tests {
 		errno, exited := h.call(h.ctx, fnByName(tt.name), tt.args...)

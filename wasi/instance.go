@@ -19,9 +19,16 @@ type Config struct {
 	// Stdin feeds fd 0; nil is an immediate end of file.
 	Stdin *Stdin
 	// Stdout and Stderr receive fd 1 and fd 2. They are called synchronously
-	// from fd_write with a copy of the guest's bytes (one Write per call).
-	// A Write error ends the instance with ExitCodeAborted. nil discards.
+	// from fd_write with views of guest memory, valid only during the
+	// Write (which, as io.Writer says, must not retain them): one Write per
+	// iovec, or per MiB of a larger one. A Write error ends the instance
+	// with ExitCodeAborted. nil discards.
 	Stdout, Stderr io.Writer
+	// MaxStdioWrite caps the bytes one fd_write moves to Stdout or Stderr;
+	// the rest is a short write, which wasi-libc, Go and Rust retry. 0
+	// means DefaultMaxStdioWrite. It bounds the host's work per call when
+	// a guest passes many overlapping iovecs.
+	MaxStdioWrite int64
 	// Mounts are the preopens, fd 3 onwards in Set order; nil is none. The
 	// Instance does not close the Set.
 	Mounts *fsmount.Set
@@ -31,6 +38,12 @@ type Config struct {
 	// included); 0 means 1024. Beyond it path_open fails with EMFILE.
 	MaxFiles int
 }
+
+// DefaultMaxStdioWrite is Config.MaxStdioWrite's default: 16 MiB, the
+// default longest stdout line (limits.Default().StdoutLine), so a guest
+// that writes a whole response line in one fd_write never sees a short
+// write.
+const DefaultMaxStdioWrite = 16 << 20
 
 type fdKind uint8
 
@@ -49,7 +62,7 @@ type fdEntry struct {
 	inherit uint64
 	flags   uint16
 
-	file *os.File // files; directories: opened lazily for fd_readdir
+	file *os.File // files
 	root *os.Root // directories: resolution beneath this directory
 
 	mount    int    // index in the Set
@@ -58,7 +71,7 @@ type fdEntry struct {
 	preopen  string // guest path of a preopen; "" otherwise
 	ownsRoot bool   // false for preopens: the Set owns their root
 
-	dirents []dirent // fd_readdir listing, refreshed at cookie 0
+	dir *dirReader // directories: fd_readdir's position, opened lazily
 }
 
 // Instance is the per-instance state: fd table, args, environment, clocks.
@@ -71,6 +84,10 @@ type Instance struct {
 	max    int
 	closed chan struct{}
 	once   sync.Once
+
+	// beforePollWait, when set (by tests), runs in poll_oneoff between
+	// the readiness check and the wait: the window of a lost wake-up.
+	beforePollWait func()
 }
 
 // NewInstance makes the state of one module instance.
@@ -127,6 +144,7 @@ func (e *fdEntry) close() error {
 	if e.file != nil {
 		err = e.file.Close()
 	}
+	e.dir.close()
 	if e.root != nil && e.ownsRoot {
 		if rerr := e.root.Close(); err == nil {
 			err = rerr

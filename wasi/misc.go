@@ -92,13 +92,21 @@ func clockTimeGet(_ context.Context, in *Instance, mod api.Module, p []uint64) E
 	return ErrnoSuccess
 }
 
-func randomGet(_ context.Context, _ *Instance, mod api.Module, p []uint64) Errno {
+// randomGet fills guest memory in place, in chunks of ioChunk with the
+// context checked after each: up to the whole memory costs CPU, not
+// host memory.
+func randomGet(ctx context.Context, _ *Instance, mod api.Module, p []uint64) Errno {
 	b, ok := memOf(mod).slice(uint32(p[0]), uint32(p[1]))
 	if !ok {
 		return ErrnoFault
 	}
-	if _, err := rand.Read(b); err != nil {
-		return ErrnoIo
+	for len(b) > 0 {
+		c := min(len(b), ioChunk)
+		if _, err := rand.Read(b[:c]); err != nil {
+			return ErrnoIo
+		}
+		b = b[c:]
+		checkContext(ctx, mod)
 	}
 	return ErrnoSuccess
 }

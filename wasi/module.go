@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -228,28 +229,52 @@ func rd32(b []byte) uint32 {
 }
 func rd64(b []byte) uint64 { return uint64(rd32(b)) | uint64(rd32(b[4:]))<<32 }
 
-// iovecs resolves an iovec array to guest byte views; any buffer out of
-// range is EFAULT before anything is read or written.
-func (m memory) iovecs(ptr, n uint32) ([][]byte, uint64, Errno) {
-	if uint64(n)*sizeIovec > uint64(^uint32(0)) {
-		return nil, 0, ErrnoFault
+// maxIovecs is the most iovecs one fd_read, fd_write, fd_pread or
+// fd_pwrite takes, as POSIX's IOV_MAX (1024 on Linux and in wasi-libc);
+// more is EINVAL, as readv(2) answers, before any is looked at. The host
+// then walks at most 1024 records per call, whatever count the guest
+// passes.
+const maxIovecs = 1024
+
+// iovecList is a validated iovec array in guest memory. Its buffers are
+// read from guest memory as they are used, never gathered into a host
+// slice: a call costs the host nothing per iovec.
+type iovecList struct {
+	m   memory
+	arr []byte // the iovec records, a view of guest memory
+}
+
+// all yields each buffer as a view of guest memory (no copy).
+func (l iovecList) all() iter.Seq[[]byte] {
+	return func(yield func([]byte) bool) {
+		for i := 0; i+sizeIovec <= len(l.arr); i += sizeIovec {
+			b, ok := l.m.slice(rd32(l.arr[i:]), rd32(l.arr[i+4:]))
+			if !ok || !yield(b) {
+				return // iovecs checks every buffer first; !ok cannot happen
+			}
+		}
+	}
+}
+
+// iovecs validates an iovec array: more than maxIovecs is EINVAL, any
+// buffer out of range EFAULT, before anything is read or written.
+func (m memory) iovecs(ptr, n uint32) (iovecList, uint64, Errno) {
+	if n > maxIovecs {
+		return iovecList{}, 0, ErrnoInval
 	}
 	arr, ok := m.slice(ptr, n*sizeIovec)
 	if !ok {
-		return nil, 0, ErrnoFault
+		return iovecList{}, 0, ErrnoFault
 	}
-	bufs := make([][]byte, 0, n)
 	var total uint64
 	for i := uint32(0); i < n; i++ {
 		p, l := rd32(arr[i*8:]), rd32(arr[i*8+4:])
-		b, ok := m.slice(p, l)
-		if !ok {
-			return nil, 0, ErrnoFault
+		if !m.ok(p, l) {
+			return iovecList{}, 0, ErrnoFault
 		}
-		bufs = append(bufs, b)
 		total += uint64(l)
 	}
-	return bufs, total, ErrnoSuccess
+	return iovecList{m, arr}, total, ErrnoSuccess
 }
 
 // str reads a guest string (not NUL-terminated).

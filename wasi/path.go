@@ -2,6 +2,7 @@ package wasi
 
 import (
 	"context"
+	"errors"
 	"io/fs"
 	"os"
 	"path"
@@ -83,7 +84,9 @@ func (in *Instance) twoDirs(a *fdEntry, oldPath string, b *fdEntry, newPath stri
 	if lexEscapes(oldPath) || lexEscapes(newPath) {
 		return nil, "", "", ErrnoNotcapable
 	}
-	return in.mountRoot(a), joinRel(a.rel, oldPath), joinRel(b.rel, newPath), ErrnoSuccess
+	// Each directory's real path, not the one it was opened by: it may
+	// have been renamed since, and another directory may have its old name.
+	return in.mountRoot(a), joinRel(in.realRel(a), oldPath), joinRel(in.realRel(b), newPath), ErrnoSuccess
 }
 
 func pathOpen(_ context.Context, in *Instance, mod api.Module, p []uint64) Errno {
@@ -148,8 +151,21 @@ func pathOpen(_ context.Context, in *Instance, mod api.Module, p []uint64) Errno
 	if trunc {
 		flag |= os.O_TRUNC
 	}
+	// A file this open creates is a new directory entry for the budget.
+	charged := false
+	if creat {
+		if _, err := dir.root.Stat(name); excl || errors.Is(err, fs.ErrNotExist) {
+			if !in.reserveEntry(0) {
+				return ErrnoDquot
+			}
+			charged = true
+		}
+	}
 	f, err := dir.root.OpenFile(name, flag, 0o644)
 	if err != nil {
+		if charged {
+			in.refundEntry(0)
+		}
 		return errnoOf(err)
 	}
 	info, err := f.Stat()
@@ -196,7 +212,17 @@ func pathCreateDirectory(_ context.Context, in *Instance, mod api.Module, p []ui
 	if dir.readOnly {
 		return ErrnoRofs
 	}
-	return errnoOf(dir.root.Mkdir(name, 0o755))
+	if !in.reserveEntry(0) {
+		if _, err := dir.root.Lstat(name); err == nil {
+			return ErrnoExist
+		}
+		return ErrnoDquot
+	}
+	err := dir.root.Mkdir(name, 0o755)
+	if err != nil {
+		in.refundEntry(0)
+	}
+	return errnoOf(err)
 }
 
 func pathFilestatGet(_ context.Context, in *Instance, mod api.Module, p []uint64) Errno {
@@ -242,7 +268,10 @@ func pathFilestatSetTimes(_ context.Context, in *Instance, mod api.Module, p []u
 			return errnoOf(err)
 		}
 		if info.Mode()&fs.ModeSymlink != 0 {
-			return ErrnoNotsup
+			if uint16(p[6]) == 0 {
+				return ErrnoSuccess
+			}
+			return errnoOf(lchtimes(dir.root, name, a, mt))
 		}
 	}
 	if uint16(p[6]) == 0 {
@@ -252,7 +281,7 @@ func pathFilestatSetTimes(_ context.Context, in *Instance, mod api.Module, p []u
 	return errnoOf(dir.root.Chtimes(name, a, mt))
 }
 
-func pathLink(_ context.Context, in *Instance, mod api.Module, p []uint64) Errno {
+func pathLink(ctx context.Context, in *Instance, mod api.Module, p []uint64) Errno {
 	root, oldName, newName, errno := in.twoWritablePaths(mod,
 		pathArg{fd: uint32(p[0]), right: RightPathLinkSource, ptr: uint32(p[2]), len: uint32(p[3])},
 		pathArg{fd: uint32(p[4]), right: RightPathLinkTarget, ptr: uint32(p[5]), len: uint32(p[6])})
@@ -265,10 +294,22 @@ func pathLink(_ context.Context, in *Instance, mod api.Module, p []uint64) Errno
 			return errnoOf(err)
 		}
 		if info.Mode()&fs.ModeSymlink != 0 {
-			return ErrnoNotsup
+			// os.Root cannot link what a symbolic link names (linkat
+			// with AT_SYMLINK_FOLLOW); EINVAL, as wasmtime answers.
+			return ErrnoInval
 		}
 	}
-	return errnoOf(root.Link(oldName, newName))
+	if errno := in.checkMove(ctx, uint32(p[0]), root, oldName, newName, false); errno != ErrnoSuccess {
+		return errno
+	}
+	if !in.reserveEntry(0) {
+		return ErrnoDquot
+	}
+	err := root.Link(oldName, newName)
+	if err != nil {
+		in.refundEntry(0)
+	}
+	return errnoOf(err)
 }
 
 func pathReadlink(_ context.Context, in *Instance, mod api.Module, p []uint64) Errno {
@@ -330,14 +371,27 @@ func pathUnlinkFile(_ context.Context, in *Instance, mod api.Module, p []uint64)
 	return errnoOf(dir.root.Remove(name))
 }
 
-func pathRename(_ context.Context, in *Instance, mod api.Module, p []uint64) Errno {
+func pathRename(ctx context.Context, in *Instance, mod api.Module, p []uint64) Errno {
 	root, oldName, newName, errno := in.twoWritablePaths(mod,
 		pathArg{fd: uint32(p[0]), right: RightPathRenameSource, ptr: uint32(p[1]), len: uint32(p[2])},
 		pathArg{fd: uint32(p[3]), right: RightPathRenameTarget, ptr: uint32(p[4]), len: uint32(p[5])})
 	if errno != ErrnoSuccess {
 		return errno
 	}
-	return errnoOf(root.Rename(oldName, newName))
+	if errno := in.checkMove(ctx, uint32(p[0]), root, oldName, newName, true); errno != ErrnoSuccess {
+		return errno
+	}
+	err := root.Rename(oldName, newName)
+	if errors.Is(err, fs.ErrExist) && isDirAt(root, newName) {
+		err = renameOntoDir(root, oldName, newName)
+	}
+	return errnoOf(err)
+}
+
+// isDirAt reports whether name is a directory itself (not a link to one).
+func isDirAt(root *os.Root, name string) bool {
+	info, err := root.Lstat(strings.TrimRight(name, "/"))
+	return err == nil && info.IsDir()
 }
 
 // pathArg is one (directory fd, path) operand of a path_* function.
@@ -368,8 +422,9 @@ func (in *Instance) twoWritablePaths(mod api.Module, from, to pathArg) (*os.Root
 }
 
 // pathSymlink creates a symbolic link. Following links is always confined
-// by os.Root; refusing targets that are absolute or lexically leave the
-// mount keeps the mount's contents meaningful to the host as well.
+// by os.Root; the rule of links.go (checkNewLink) keeps every link inside
+// its mount for the host as well. The new entry and its target's length are
+// charged to the write budget.
 func pathSymlink(_ context.Context, in *Instance, mod api.Module, p []uint64) Errno {
 	dir, errno := in.dirFor(uint32(p[2]), RightPathSymlink)
 	if errno != ErrnoSuccess {
@@ -391,8 +446,16 @@ func pathSymlink(_ context.Context, in *Instance, mod api.Module, p []uint64) Er
 		return ErrnoNoent
 	case strings.IndexByte(target, 0) >= 0:
 		return ErrnoInval
-	case path.IsAbs(target) || lexEscapes(joinRel(path.Dir(joinRel(dir.rel, name)), target)):
-		return ErrnoNotcapable
 	}
-	return errnoOf(dir.root.Symlink(target, name))
+	if errno := in.checkNewLink(dir, target, name); errno != ErrnoSuccess {
+		return errno
+	}
+	if !in.reserveEntry(len(target)) {
+		return ErrnoDquot
+	}
+	err := dir.root.Symlink(target, name)
+	if err != nil {
+		in.refundEntry(len(target))
+	}
+	return errnoOf(err)
 }

@@ -7,6 +7,16 @@ import (
 	"github.com/tetratelabs/wazero/api"
 )
 
+// maxSubscriptions is the most subscriptions one poll_oneoff takes; more
+// is EINVAL, as poll(2) answers for more descriptors than a process may
+// open. A guest has at most Config.MaxFiles (default 1024) descriptors,
+// each worth a read and a write subscription, and a handful of clocks:
+// 4096 is twice what that needs, and it bounds the host's copy of the
+// subscriptions and events of one call to 4096*(40+32) bytes (under 300
+// KiB), whatever count the guest passes. A bound from guest memory would
+// not do: 256 MiB holds 5.6M subscriptions.
+const maxSubscriptions = 4096
+
 type subscription struct {
 	userdata uint64
 	tag      uint8
@@ -21,11 +31,8 @@ type subscription struct {
 func pollOneoff(ctx context.Context, in *Instance, mod api.Module, p []uint64) Errno {
 	m := memOf(mod)
 	inPtr, outPtr, n, neventsPtr := uint32(p[0]), uint32(p[1]), uint32(p[2]), uint32(p[3])
-	if n == 0 {
+	if n == 0 || n > maxSubscriptions {
 		return ErrnoInval
-	}
-	if uint64(n)*sizeSubscription > uint64(^uint32(0)) {
-		return ErrnoFault
 	}
 	raw, ok := m.slice(inPtr, n*sizeSubscription)
 	if !ok || !m.ok(outPtr, n*sizeEvent) || !m.ok(neventsPtr, 4) {
@@ -50,7 +57,11 @@ func pollOneoff(ctx context.Context, in *Instance, mod api.Module, p []uint64) E
 	}
 	// Copy the events out only at the end: in and out may overlap.
 	for {
-		events := in.readyEvents(subs, time.Now())
+		// One snapshot of stdin serves both the readiness check and the
+		// wait: its wake channel is closed by any write or close after
+		// the snapshot, so a change between check and wait is never lost.
+		stdin := in.stdin().snapshot()
+		events := in.readyEvents(subs, time.Now(), stdin)
 		if len(events) > 0 {
 			out, _ := m.slice(outPtr, n*sizeEvent)
 			for i, ev := range events {
@@ -59,7 +70,10 @@ func pollOneoff(ctx context.Context, in *Instance, mod api.Module, p []uint64) E
 			m.putU32(neventsPtr, uint32(len(events)))
 			return ErrnoSuccess
 		}
-		in.waitPoll(ctx, mod, subs)
+		if in.beforePollWait != nil {
+			in.beforePollWait()
+		}
+		in.waitPoll(ctx, mod, subs, stdin.wake)
 	}
 }
 
@@ -86,8 +100,9 @@ func (in *Instance) clockDeadline(now time.Time, id uint32, timeout uint64, flag
 	return now.Add(time.Duration(d))
 }
 
-// readyEvents builds the events of every subscription ready at now.
-func (in *Instance) readyEvents(subs []subscription, now time.Time) [][sizeEvent]byte {
+// readyEvents builds the events of every subscription ready at now, stdin
+// as it was in the snapshot stdin.
+func (in *Instance) readyEvents(subs []subscription, now time.Time, stdin stdinState) [][sizeEvent]byte {
 	var events [][sizeEvent]byte
 	add := func(s *subscription, errno Errno, nbytes uint64, flags uint16) {
 		var ev [sizeEvent]byte
@@ -115,11 +130,10 @@ func (in *Instance) readyEvents(subs []subscription, now time.Time) [][sizeEvent
 		}
 		switch {
 		case e.kind == kindStdin && s.tag == eventtypeFdRead:
-			n, eof, _ := in.stdin().state()
-			if eof {
+			if stdin.eof {
 				add(s, ErrnoSuccess, 0, eventFdReadwriteHangup)
-			} else if n > 0 {
-				add(s, ErrnoSuccess, uint64(n), 0)
+			} else if stdin.buffered > 0 {
+				add(s, ErrnoSuccess, uint64(stdin.buffered), 0)
 			}
 		case e.kind == kindStdin, (e.kind == kindStdout || e.kind == kindStderr) && s.tag == eventtypeFdRead:
 			add(s, ErrnoBadf, 0, 0)
@@ -140,9 +154,10 @@ func (in *Instance) readyEvents(subs []subscription, now time.Time) [][sizeEvent
 	return events
 }
 
-// waitPoll blocks until the earliest clock, a stdin change, ctx done or the
-// Instance closed (the last two end the instance).
-func (in *Instance) waitPoll(ctx context.Context, mod api.Module, subs []subscription) {
+// waitPoll blocks until the earliest clock, stdinWake (a change of stdin
+// since the snapshot readyEvents saw), ctx done or the Instance closed (the
+// last two end the instance).
+func (in *Instance) waitPoll(ctx context.Context, mod api.Module, subs []subscription, stdinWake <-chan struct{}) {
 	var earliest time.Time
 	stdin := false
 	for i := range subs {
@@ -157,7 +172,7 @@ func (in *Instance) waitPoll(ctx context.Context, mod api.Module, subs []subscri
 	}
 	var wake <-chan struct{}
 	if stdin {
-		_, _, wake = in.stdin().state()
+		wake = stdinWake
 	}
 	var timer <-chan time.Time
 	if !earliest.IsZero() {

@@ -178,3 +178,48 @@ func TestStdinReadModes(t *testing.T) {
 		t.Fatalf("fdstat of stdin: type %d flags %d rights %#x", b[0], rd16(b[2:]), rd64(b[8:]))
 	}
 }
+
+// TestPollDoesNotLoseAWakeUp makes stdin change in the window between
+// poll_oneoff's readiness check and its wait (the hook runs exactly
+// there). The wait must see that change: a guest polling stdin without a
+// clock would otherwise sleep until its deadline. The context's timeout
+// only turns such a regression into a failure instead of a hang.
+func TestPollDoesNotLoseAWakeUp(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(s *Stdin)
+		want   event
+	}{
+		{"write", func(s *Stdin) { s.Write([]byte("x")) }, event{userdata: 2, typ: eventtypeFdRead, nbytes: 1}},
+		{"close", func(s *Stdin) { s.CloseWrite() }, event{userdata: 2, typ: eventtypeFdRead, flags: eventFdReadwriteHangup}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHostBench(t)
+			m := memOf(h.mod)
+			putFd(m, 0, 2, eventtypeFdRead, 0)
+			waits := 0
+			h.in.beforePollWait = func() {
+				if waits == 0 {
+					tt.change(h.in.cfg.Stdin)
+				}
+				waits++
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			errno, exited := h.call(ctx, pollOneoff, subs, events, 1, nevPtr)
+			if exited {
+				t.Fatalf("poll_oneoff never saw the %s and ended with %#x", tt.name, h.lastExit)
+			}
+			if errno != ErrnoSuccess {
+				t.Fatalf("errno %d", errno)
+			}
+			if got := readEvents(t, m); len(got) != 1 || got[0] != tt.want {
+				t.Fatalf("events %+v, want [%+v]", got, tt.want)
+			}
+			if waits != 1 {
+				t.Fatalf("%d waits, want 1", waits)
+			}
+		})
+	}
+}

@@ -69,15 +69,28 @@ func (s *Stdin) state() (buffered int, eof bool, wake <-chan struct{}) {
 	return len(s.buf), s.closed && len(s.buf) == 0, s.wake
 }
 
+// stdinState is what a reader would see at one instant, with the channel
+// closed at the first change after it.
+type stdinState struct {
+	buffered int
+	eof      bool
+	wake     <-chan struct{}
+}
+
+func (s *Stdin) snapshot() stdinState {
+	n, eof, wake := s.state()
+	return stdinState{n, eof, wake}
+}
+
 // readInto fills bufs from the buffer without blocking.
-func (s *Stdin) readInto(bufs [][]byte) int {
+func (s *Stdin) readInto(bufs iovecList) int {
 	if s == nil {
 		return 0
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := 0
-	for _, b := range bufs {
+	for b := range bufs.all() {
 		c := copy(b, s.buf)
 		s.buf = s.buf[c:]
 		n += c

@@ -76,7 +76,11 @@ func runCall(ctx context.Context, e *env, args []string) int {
 		return fail(e, "%v", err)
 	}
 	if !o.keepTmp {
-		defer res.Release()
+		defer func() {
+			if err := res.Release(); err != nil {
+				fmt.Fprintf(e.stderr, "subako-runner: WARNING: %v\n", err)
+			}
+		}()
 	}
 
 	code = exitOK

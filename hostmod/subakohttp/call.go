@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/netip"
 	"net/url"
 	"os"
@@ -22,20 +24,22 @@ import (
 
 	"go.uber.org/zap"
 	"golang.org/x/net/http/httpguts"
+	"golang.org/x/net/publicsuffix"
 
 	"github.com/subako/subako-runner/limits"
 )
 
-// Files gives a request's file bodies and file outputs, confined to
+// Files opens a request's file bodies and file outputs, confined to
 // /volume/tmp and /volume/data of the call. Any error is reported to the
 // guest as bad_path. Paths reaching Files are already absolute, clean and
 // under one of the two mounts (checked lexically); Files must still refuse
 // symlink escapes.
 type Files interface {
-	// OpenBody opens an existing regular file for reading.
-	OpenBody(guestPath string) (*os.File, error)
-	// CreateOutput creates or truncates a file for writing.
-	CreateOutput(guestPath string) (*os.File, error)
+	// OpenFile opens guestPath as os.OpenFile does, with flag and perm
+	// passed through unchanged. The host asks for O_NONBLOCK, so that
+	// opening a FIFO or a device never waits for another process, and
+	// itself refuses anything that is not a regular file.
+	OpenFile(guestPath string, flag int, perm fs.FileMode) (*os.File, error)
 }
 
 // CallConfig is what one instance's HTTP needs from the embedder.
@@ -62,8 +66,10 @@ type CallConfig struct {
 
 // Stats counts one instance's HTTP traffic.
 type Stats struct {
-	// Requests is how many HTTP requests were attempted on the network;
-	// each redirect hop counts. Requests refused before dialling do not.
+	// Requests is how many HTTP requests were sent: written to a
+	// connection after every check passed, each redirect hop counting.
+	// Requests refused before that (allowlist, destination check, DNS, a
+	// refused connection, TLS) do not count.
 	Requests int64
 	// BytesSent is request body bytes sent.
 	BytesSent int64
@@ -159,7 +165,7 @@ func (c *Call) do(ctx context.Context, doc []byte) (*okResponse, *Error) {
 		return nil, e
 	}
 	if c.policy.match(r.url.Scheme, r.host, r.port) == nil {
-		return nil, notAllowed(r.url.Scheme, r.host, r.port, false)
+		return nil, c.policy.notAllowed(r.url.Scheme, r.host, r.port, false)
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
@@ -173,12 +179,9 @@ func (c *Call) do(ctx context.Context, doc []byte) (*okResponse, *Error) {
 	}
 	var out *os.File
 	if r.outputPath != "" {
-		if c.cfg.Files == nil {
-			return nil, errorf(KindBadPath, "file outputs are not available in this call")
-		}
-		f, err := c.cfg.Files.CreateOutput(r.outputPath)
-		if err != nil {
-			return nil, errorf(KindBadPath, fmt.Sprintf("cannot create %q: %s; use a path under /volume/tmp/ or /volume/data/ of this call, in an existing directory", r.outputPath, pathErrText(err)))
+		f, e := c.openOutput(r.outputPath)
+		if e != nil {
+			return nil, e
 		}
 		defer f.Close()
 		out = f
@@ -232,39 +235,86 @@ func (c *Call) openBody(b *requestBody) (*bodySource, *Error) {
 	if c.cfg.Files == nil {
 		return nil, errorf(KindBadPath, "file bodies are not available in this call")
 	}
-	f, err := c.cfg.Files.OpenBody(b.path)
+	f, err := c.cfg.Files.OpenFile(b.path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, errorf(KindBadPath, fmt.Sprintf("cannot open %q: %s; use an existing file under /volume/tmp/ or /volume/data/ of this call", b.path, pathErrText(err)))
 	}
-	st, err := f.Stat()
-	if err != nil || !st.Mode().IsRegular() {
-		f.Close()
-		return nil, errorf(KindBadPath, fmt.Sprintf("%q is not a regular file", b.path))
+	st, e := regularFile(f, b.path)
+	if e != nil {
+		return nil, e
 	}
 	return &bodySource{file: f, size: st.Size()}, nil
 }
 
+// openOutput creates a file output, or opens an existing regular file and
+// empties it. The open never waits (O_NONBLOCK: a FIFO without a reader
+// fails at once, one with a reader opens) and nothing is truncated before
+// the file is known to be a regular one.
+func (c *Call) openOutput(guestPath string) (*os.File, *Error) {
+	if c.cfg.Files == nil {
+		return nil, errorf(KindBadPath, "file outputs are not available in this call")
+	}
+	f, err := c.cfg.Files.OpenFile(guestPath, os.O_WRONLY|os.O_CREATE|syscall.O_NONBLOCK, 0o644)
+	if err != nil {
+		return nil, errorf(KindBadPath, fmt.Sprintf("cannot create %q: %s; use a path under /volume/tmp/ or /volume/data/ of this call, in an existing directory, that is not a directory, a FIFO or a device", guestPath, pathErrText(err)))
+	}
+	if _, e := regularFile(f, guestPath); e != nil {
+		return nil, e
+	}
+	if err := f.Truncate(0); err != nil {
+		f.Close()
+		return nil, errorf(KindBadPath, fmt.Sprintf("cannot empty %q: %s", guestPath, pathErrText(err)))
+	}
+	return f, nil
+}
+
+// regularFile checks an opened volume file on its descriptor (not its path,
+// which the guest may change meanwhile); it closes f when refusing it.
+func regularFile(f *os.File, guestPath string) (fs.FileInfo, *Error) {
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		f.Close()
+		return nil, errorf(KindBadPath, fmt.Sprintf("%q is not a regular file (a directory, FIFO, socket or device); use a regular file under /volume/tmp/ or /volume/data/", guestPath))
+	}
+	return st, nil
+}
+
 func (b *bodySource) present() bool { return b.file != nil || b.data != nil }
 
-func (b *bodySource) reader(c *Call) io.ReadCloser {
+func (b *bodySource) reader(ctx context.Context, c *Call) io.ReadCloser {
 	var r io.Reader
 	if b.file != nil {
 		r = io.NewSectionReader(b.file, 0, b.size)
 	} else {
 		r = bytes.NewReader(b.data)
 	}
-	return io.NopCloser(&countingReader{r: r, n: &c.sent})
+	return io.NopCloser(&countingReader{ctx: ctx, r: r, n: &c.sent})
 }
 
+// countingReader counts body bytes sent and stops reading the body (a
+// file, for file bodies) as soon as the request's context ends, whatever
+// the transport does with the connection.
 type countingReader struct {
-	r io.Reader
-	n *atomic.Int64
+	ctx context.Context
+	r   io.Reader
+	n   *atomic.Int64
 }
 
 func (cr *countingReader) Read(p []byte) (int, error) {
+	if err := cr.ctx.Err(); err != nil {
+		return 0, err
+	}
 	n, err := cr.r.Read(p)
 	cr.n.Add(int64(n))
 	return n, err
+}
+
+// sentCounter counts a request once its headers are written to a
+// connection: a request refused before (by the destination check, DNS, a
+// refused dial or a failed TLS handshake) was never sent and is not
+// counted.
+func sentCounter(ctx context.Context, n *atomic.Int64) context.Context {
+	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteHeaders: func() { n.Add(1) }})
 }
 
 // bodyHeaders go with a body and are dropped when a redirect turns the
@@ -282,9 +332,9 @@ func (c *Call) roundTrips(ctx context.Context, r *parsedRequest, body *bodySourc
 	for hop := 0; ; hop++ {
 		ent := c.policy.match(cur.Scheme, host, port)
 		if ent == nil {
-			return nil, notAllowed(cur.Scheme, host, port, hop > 0)
+			return nil, c.policy.notAllowed(cur.Scheme, host, port, hop > 0)
 		}
-		req, err := http.NewRequestWithContext(ctx, method, cur.String(), nil)
+		req, err := http.NewRequestWithContext(sentCounter(ctx, &c.requests), method, cur.String(), nil)
 		if err != nil {
 			return nil, invalid("the request could not be built: %v", err)
 		}
@@ -295,9 +345,9 @@ func (c *Call) roundTrips(ctx context.Context, r *parsedRequest, body *bodySourc
 			req.Header.Add(h[0], h[1])
 		}
 		if sendBody {
-			req.Body = body.reader(c)
+			req.Body = body.reader(ctx, c)
 			req.ContentLength = body.size
-			req.GetBody = func() (io.ReadCloser, error) { return body.reader(c), nil }
+			req.GetBody = func() (io.ReadCloser, error) { return body.reader(ctx, c), nil }
 			if body.size == 0 {
 				req.Body = http.NoBody
 			}
@@ -319,7 +369,6 @@ func (c *Call) roundTrips(ctx context.Context, r *parsedRequest, body *bodySourc
 				req.Header.Set(cr.Header, v)
 			}
 		}
-		c.requests.Add(1)
 		resp, err := c.transport.RoundTrip(req)
 		if err != nil {
 			return nil, classify(ctx, err, host, port)
@@ -361,10 +410,14 @@ func (c *Call) roundTrips(ctx context.Context, r *parsedRequest, body *bodySourc
 	}
 }
 
-func notAllowed(scheme string, h normHost, port int, redirect bool) *Error {
+func (p *Policy) notAllowed(scheme string, h normHost, port int, redirect bool) *Error {
 	target := h.String()
 	if port != defaultPort(scheme) {
 		target = fmt.Sprintf("%s:%d", target, port)
+	}
+	if e := p.suffixShadowed(scheme, h, port); e != nil {
+		ps, _ := publicsuffix.PublicSuffix(h.name)
+		return errorf(KindHostNotAllowed, fmt.Sprintf("%s is under the public suffix %q, where anyone can register names, so the allowlist entry %q does not reach it; ask the function's owner to allow the host itself", target, ps, e.raw))
 	}
 	if redirect {
 		return errorf(KindHostNotAllowed, fmt.Sprintf("a redirect led to %s (%s), which is not in this function's network allowlist", target, scheme))
@@ -413,6 +466,11 @@ func (c *Call) streamToFile(ctx context.Context, r *parsedRequest, body io.Reade
 	buf := make([]byte, streamChunk)
 	var total int64
 	for {
+		// The transport ends the body when the context does; checking here
+		// as well keeps every file write inside the call's deadline.
+		if err := ctx.Err(); err != nil {
+			return total, classify(ctx, err, r.host, r.port)
+		}
 		n, rerr := body.Read(buf)
 		if n > 0 {
 			c.received.Add(int64(n))

@@ -9,8 +9,10 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -241,4 +243,69 @@ func itoa(n int) string {
 		n /= 10
 	}
 	return string(b)
+}
+
+// TestFileCopiesStopWithTheCallContext: a file body being uploaded and a
+// file output being downloaded both stop when the call's context ends,
+// however much is left (1 GiB each way here). Bounded by bytes, not time.
+func TestFileCopiesStopWithTheCallContext(t *testing.T) {
+	const total = 1 << 30
+	const bound = 64 << 20 // generous: what buffers in flight may still move
+	var cancel atomic.Value
+	stop := func() { cancel.Load().(context.CancelFunc)() }
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		buf := make([]byte, 256<<10)
+		var n int64
+		switch r.URL.Path {
+		case "/upload":
+			for n < total {
+				m, err := r.Body.Read(buf)
+				n += int64(m)
+				if n >= 1<<20 {
+					stop()
+				}
+				if err != nil {
+					return
+				}
+			}
+		case "/download":
+			for n < total {
+				m, err := w.Write(buf)
+				n += int64(m)
+				if n >= 1<<20 {
+					stop()
+				}
+				if err != nil {
+					return
+				}
+			}
+		}
+	})
+	files := newDirFiles(t)
+	h, _ := files.host("/volume/data/big.bin")
+	if err := os.WriteFile(h, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(h, total); err != nil { // sparse: costs no disk
+		t.Fatal(err)
+	}
+	u := "http://" + srv.hostport("127.0.0.1")
+	for _, tc := range []struct{ name, doc string }{
+		{"body", `{"method":"POST","url":"` + u + `/upload","body":{"type":"file","path":"/volume/data/big.bin"}}`},
+		{"output", `{"url":"` + u + `/download","output":{"type":"file","path":"/volume/tmp/out.bin"}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			budget := limits.NewWriteBudget(2 << 30)
+			c := newTestCall(t, callOpts{files: files, budget: budget, policy: PolicyConfig{Allow: []string{srv.hostport("127.0.0.1")}, AllowPrivate: loopback()}})
+			ctx, cf := context.WithCancel(context.Background())
+			defer cf()
+			cancel.Store(cf)
+			wantKind(t, decode(t, c.Do(ctx, []byte(tc.doc))), KindTimeout)
+			st := c.Stats()
+			if st.BytesSent > bound || st.BytesReceived > bound || budget.Used() > bound {
+				t.Fatalf("the copy went on after the context ended: %+v, %d bytes written", st, budget.Used())
+			}
+			t.Logf("after the context ended at ~1 MiB: %+v, %d bytes written", st, budget.Used())
+		})
+	}
 }

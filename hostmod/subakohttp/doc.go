@@ -29,6 +29,22 @@
 //     the file is truncated to zero bytes; it is not removed because the
 //     Files seam hands out open files, not names. Bytes already written stay
 //     charged to the write budget, as they do for fd_write.
+//   - A wildcard *.D whose domain has public-suffix rules below it that a
+//     lookup cannot list (s3.amazonaws.com under amazonaws.com) is accepted,
+//     and every host it would match whose public suffix is D or below D is
+//     refused as host_not_allowed, on every hop; see docs/RATIONALE.md.
+//   - Guest header names are checked with case folded and '_' read as '-',
+//     the way CGI-style servers read them: X_Api_Key is a credential
+//     header when X-Api-Key is injected.
+//   - In the query of a URL (the guest's or a redirect's), space, '"', '<',
+//     '>' and non-ASCII bytes are percent-encoded, as browsers do; control
+//     characters are refused.
+//   - File bodies and outputs are opened with O_NONBLOCK and must be
+//     regular files (a FIFO, directory or device is bad_path); an existing
+//     output is emptied only after that check.
+//   - Stats.Requests counts requests written to a connection; a request
+//     refused before (allowlist, destination, DNS, refused dial, TLS) does
+//     not count.
 //   - Connections are not kept alive between requests: every request dials
 //     afresh, so every connection is resolved and checked again.
 //   - The transport does not ask for compression: the guest receives the

@@ -20,6 +20,7 @@ func FuzzParseRequest(f *testing.F) {
 		`{"url":"http://user:pw@a.example/","headers":{"Authorization":"x"}}`,
 		`{"url":"https://bücher.example/","body":{"type":"file","path":"/volume/data/../x"}}`,
 		`{"url":"https://a.example/","headers":{"X-Key":"v","Proxy-X":"1"},"timeout_ms":1e3}`,
+		`{"url":"https://a.example/q?x y","headers":{"x_KEY":"v","Transfer_Encoding":"chunked"}}`,
 		`[1,2]`, `{"url":"https://a.example/"}garbage`, "",
 	} {
 		f.Add(s)
@@ -43,8 +44,11 @@ func FuzzParseRequest(f *testing.F) {
 		if r.url.User != nil || (r.url.Scheme != "http" && r.url.Scheme != "https") || r.url.Host == "" {
 			t.Fatalf("accepted URL %s", r.url)
 		}
+		if ru := r.url.RequestURI(); strings.ContainsFunc(ru, func(c rune) bool { return c <= ' ' || c >= 0x7f }) {
+			t.Fatalf("request target %q would carry a space, control or non-ASCII byte", ru)
+		}
 		for _, h := range r.headers {
-			l := strings.ToLower(h[0])
+			l := foldHeader(h[0])
 			if framingHeader(l) || p.credentialHeader(l) {
 				t.Fatalf("accepted header %q", h[0])
 			}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -40,20 +41,14 @@ func (f *dirFiles) host(guest string) (string, error) {
 	return filepath.Join(f.root, filepath.FromSlash(rel)), nil
 }
 
-func (f *dirFiles) OpenBody(p string) (*os.File, error) {
+// OpenFile passes flag and perm through unchanged, as the runtime's
+// confined mounts do, so what the tests see is what the host asked for.
+func (f *dirFiles) OpenFile(p string, flag int, perm fs.FileMode) (*os.File, error) {
 	h, err := f.host(p)
 	if err != nil {
 		return nil, err
 	}
-	return os.Open(h)
-}
-
-func (f *dirFiles) CreateOutput(p string) (*os.File, error) {
-	h, err := f.host(p)
-	if err != nil {
-		return nil, err
-	}
-	return os.OpenFile(h, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	return os.OpenFile(h, flag, perm)
 }
 
 func (f *dirFiles) read(t *testing.T, guest string) []byte {

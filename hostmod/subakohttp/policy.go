@@ -1,6 +1,7 @@
 package subakohttp
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -98,15 +99,14 @@ func NewPolicy(cfg PolicyConfig) (*Policy, error) {
 		if !httpguts.ValidHeaderFieldName(c.Header) {
 			return nil, fmt.Errorf("subakohttp: credential for %q: %q is not a valid header name", c.Pattern, c.Header)
 		}
-		lower := strings.ToLower(c.Header)
-		if framingHeader(lower) {
+		if framingHeader(foldHeader(c.Header)) {
 			return nil, fmt.Errorf("subakohttp: credential for %q: %q is a connection header and cannot carry a credential", c.Pattern, c.Header)
 		}
 		if c.Value == nil {
 			return nil, fmt.Errorf("subakohttp: credential for %q has no value provider", c.Pattern)
 		}
 		e.creds = append(e.creds, c)
-		p.injected[lower] = true
+		p.injected[foldHeader(c.Header)] = true
 	}
 	for k, addrs := range cfg.Resolve {
 		host, port, err := splitHostPortStrict(k)
@@ -223,8 +223,11 @@ func parseEntry(raw string) (*entry, error) {
 		if h.isIP() {
 			return nil, errors.New("a wildcard cannot cover an IP address")
 		}
-		if ps, _ := publicsuffix.PublicSuffix(h.name); ps == h.name {
-			return nil, fmt.Errorf("*.%s covers the public suffix %q: name a registered domain, as in *.example.%s", h.name, ps, ps)
+		if ps := suffixBelow(h.name); ps != "" {
+			if ps == h.name {
+				return nil, fmt.Errorf("*.%s covers the public suffix %q: name a registered domain, as in *.example.%s", h.name, ps, ps)
+			}
+			return nil, fmt.Errorf("*.%s covers the public suffix %q, under which anyone can register names: name a registered domain instead", h.name, ps)
 		}
 	}
 	e.host = h
@@ -276,9 +279,52 @@ func (e *entry) matches(scheme string, h normHost, port int) bool {
 		return !e.wildcard && h.isIP() && e.host.isIP() && h.ip == e.host.ip
 	}
 	if e.wildcard {
-		return strings.HasSuffix(h.name, "."+e.host.name)
+		return strings.HasSuffix(h.name, "."+e.host.name) && !underSuffixBelow(h.name, e.host.name)
 	}
 	return h.name == e.host.name
+}
+
+// probeLabel never equals a label of the public suffix list (whose labels
+// are letters, digits, '-' and '_'), so a lookup of probeLabel+"."+domain
+// reaches the deepest rule that applies to every name under domain.
+const probeLabel = "#"
+
+// suffixBelow is the public suffix that a name directly under domain has,
+// when it lies at or below domain: domain is itself a public suffix, lies
+// under a wildcard rule, or has a wildcard rule right below it. "" when a
+// lookup shows no such rule. Rules further below (s3.amazonaws.com under
+// amazonaws.com) cannot be listed through x/net/publicsuffix; match refuses
+// the hosts under them instead (underSuffixBelow).
+func suffixBelow(domain string) string {
+	ps, _ := publicsuffix.PublicSuffix(probeLabel + "." + domain)
+	if len(ps) >= len(domain) {
+		return ps
+	}
+	return ""
+}
+
+// underSuffixBelow reports whether host, a name under domain, has a public
+// suffix at or below domain: then its registrable domain belongs to
+// whoever registered it under that suffix (attacker-bucket.s3.amazonaws.com
+// under *.amazonaws.com), not to domain's owner, and a wildcard on domain
+// must not reach it.
+func underSuffixBelow(host, domain string) bool {
+	ps, _ := publicsuffix.PublicSuffix(host)
+	return len(ps) >= len(domain)
+}
+
+// suffixShadowed finds a wildcard entry that would allow the host but for
+// a public suffix below its domain (underSuffixBelow), for the message.
+func (p *Policy) suffixShadowed(scheme string, h normHost, port int) *entry {
+	if h.isIP() {
+		return nil
+	}
+	for _, e := range p.entries {
+		if e.wildcard && strings.HasSuffix(h.name, "."+e.host.name) && port == cmp.Or(e.port, defaultPort(scheme)) {
+			return e
+		}
+	}
+	return nil
 }
 
 // checkDestination says why addr may not be dialled, or nil.
@@ -298,22 +344,30 @@ func (p *Policy) checkDestination(addr netip.Addr) *Error {
 	return errorf(KindForbiddenDestination, fmt.Sprintf("%s is %s; requests may only reach public addresses", addr, why))
 }
 
+// foldHeader is a header name as the laxest server reads it: lowercase, with
+// '_' as '-'. CGI and the frameworks built on it (WSGI, Rack, PHP) turn
+// both X-Api-Key and X_Api_Key into HTTP_X_API_KEY, so a guest's X_Api_Key
+// could stand in for, or shadow, an injected X-Api-Key.
+func foldHeader(name string) string {
+	return strings.ReplaceAll(strings.ToLower(name), "_", "-")
+}
+
 // framingHeader reports the hop-by-hop and framing headers a guest may not
-// set (lowercase name).
-func framingHeader(lower string) bool {
-	switch lower {
+// set (folded name, foldHeader).
+func framingHeader(folded string) bool {
+	switch folded {
 	case "host", "content-length", "transfer-encoding", "connection", "upgrade", "te", "trailer", "keep-alive":
 		return true
 	}
-	return strings.HasPrefix(lower, "proxy-")
+	return strings.HasPrefix(folded, "proxy-")
 }
 
 // credentialHeader reports the headers a guest may not set because they
-// carry credentials (lowercase name).
-func (p *Policy) credentialHeader(lower string) bool {
-	switch lower {
+// carry credentials (folded name, foldHeader).
+func (p *Policy) credentialHeader(folded string) bool {
+	switch folded {
 	case "authorization", "proxy-authorization", "cookie":
 		return true
 	}
-	return p.injected[lower]
+	return p.injected[folded]
 }

@@ -124,12 +124,16 @@ func parseRequest(doc []byte, maxSize int64, p *Policy) (*parsedRequest, *Error)
 			if !httpguts.ValidHeaderFieldValue(v) {
 				return nil, invalid("the value of header %q contains characters not allowed in headers (such as line breaks)", name)
 			}
-			lower := strings.ToLower(name)
-			if p.credentialHeader(lower) {
-				return nil, errorf(KindCredentialHeader, fmt.Sprintf("the module may not set the %q header: credentials are injected by the host from the function's allowlist; remove it from the request", lower))
+			folded := foldHeader(name)
+			shown := fmt.Sprintf("%q", truncate(folded))
+			if folded != strings.ToLower(name) {
+				shown = fmt.Sprintf("%q (which servers may read as %q)", truncate(name), truncate(folded))
 			}
-			if framingHeader(lower) {
-				return nil, invalid("the %q header is managed by the host; remove it from the request", lower)
+			if p.credentialHeader(folded) {
+				return nil, errorf(KindCredentialHeader, fmt.Sprintf("the module may not set the %s header: credentials are injected by the host from the function's allowlist; remove it from the request", shown))
+			}
+			if framingHeader(folded) {
+				return nil, invalid("the %s header is managed by the host; remove it from the request", shown)
 			}
 			r.headers = append(r.headers, [2]string{name, v})
 		}
@@ -232,14 +236,55 @@ func checkURL(u *url.URL) (*url.URL, normHost, int, *Error) {
 			return nil, normHost{}, 0, invalid("bad port in URL: %v", err)
 		}
 	}
+	q, ok := encodeQuery(u.RawQuery)
+	if !ok {
+		return nil, normHost{}, 0, invalid("the URL's query contains a control character (such as a tab or a line break); percent-encode it")
+	}
 	out := *u
 	out.Scheme = scheme
+	out.RawQuery = q
 	out.Fragment, out.RawFragment = "", ""
 	out.Host = h.String()
 	if port != defaultPort(scheme) {
 		out.Host = fmt.Sprintf("%s:%d", h.String(), port)
 	}
 	return &out, h, port, nil
+}
+
+// encodeQuery percent-encodes the bytes of a raw query that may not stand
+// in a request line — space, '"', '<', '>' and non-ASCII bytes, as browsers
+// encode them (WHATWG URL's query percent-encode set; '#' cannot occur in
+// a query, and the apostrophe is left as written) — so a space can never
+// end the request target early ("GET /?x http://other/ HTTP/1.1").
+// Everything else, '%' escapes included, is sent as the guest wrote it. ok
+// is false for control characters, which url.Parse already refuses; the
+// check stands here too because redirect targets arrive through it.
+func encodeQuery(raw string) (string, bool) {
+	const hex = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		switch {
+		case c < 0x20 || c == 0x7f:
+			return "", false
+		case c == ' ' || c == '"' || c == '<' || c == '>' || c >= 0x80:
+			if b.Len() == 0 {
+				b.Grow(len(raw) + 16)
+				b.WriteString(raw[:i])
+			}
+			b.WriteByte('%')
+			b.WriteByte(hex[c>>4])
+			b.WriteByte(hex[c&15])
+		default:
+			if b.Len() > 0 {
+				b.WriteByte(c)
+			}
+		}
+	}
+	if b.Len() == 0 {
+		return raw, true
+	}
+	return b.String(), true
 }
 
 func unwrapURLErr(err error) error {

@@ -1,6 +1,7 @@
 package subakohttp
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -8,10 +9,15 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // TestSSRFAttemptsAreBlocked is the adversarial table: every attempt aims
@@ -331,5 +337,369 @@ func TestNonPublicClassifiesEmbeddedAddresses(t *testing.T) {
 		if why := nonPublic(netip.MustParseAddr(pub)); why != "" {
 			t.Errorf("public %s refused: %s", pub, why)
 		}
+	}
+}
+
+// TestWildcardCannotCoverPublicSuffixBelowIt: a wildcard's domain may have
+// public-suffix rules below it (s3.amazonaws.com under amazonaws.com,
+// blob.core.windows.net under windows.net, *.kawasaki.jp under kawasaki.jp),
+// under which anyone can register a name. Such a wildcard must never reach
+// those names: the entry is refused when the policy is built if a lookup
+// can tell, and every host it would match is refused otherwise. The
+// victim answers on loopback, so a bypass would be an answered request.
+func TestWildcardCannotCoverPublicSuffixBelowIt(t *testing.T) {
+	refused := []string{
+		"*.kawasaki.jp",           // a wildcard rule right below: *.kawasaki.jp
+		"*.s3.amazonaws.com",      // a rule itself
+		"*.compute.amazonaws.com", // a wildcard rule right below
+		"*.blob.core.windows.net", // a rule itself
+		"*.github.io", "*.co.uk", "*.uk", "*.com",
+		"*.x.compute.amazonaws.com", // inside a wildcard rule
+	}
+	for _, e := range refused {
+		if _, err := NewPolicy(PolicyConfig{Allow: []string{e}}); err == nil {
+			t.Errorf("entry %q accepted", e)
+		}
+	}
+	for _, e := range []string{"*.example.com", "*.example.co.uk", "*.user.github.io", "*.city.kawasaki.jp", "*.my-bucket.s3.amazonaws.com"} {
+		if _, err := NewPolicy(PolicyConfig{Allow: []string{e}}); err != nil {
+			t.Errorf("entry %q refused: %v", e, err)
+		}
+	}
+
+	victim := newServer(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "reached "+r.Host) })
+	at := func(host string) string { return victim.hostport(host) }
+	cases := []struct {
+		entry, host string
+		allowed     bool
+	}{
+		{"*.amazonaws.com", "attacker-bucket.s3.amazonaws.com", false},
+		{"*.amazonaws.com", "a.b.s3.amazonaws.com", false},
+		{"*.amazonaws.com", "vm.eu-west-1.compute.amazonaws.com", false},
+		{"*.amazonaws.com", "sts.amazonaws.com", true}, // under no rule: amazonaws.com's own
+		{"*.windows.net", "attacker.blob.core.windows.net", false},
+		{"*.core.windows.net", "attacker.blob.core.windows.net", false},
+		{"*.core.windows.net", "management.core.windows.net", true},
+		{"*.example.com", "api.example.com", true},
+		{"*.user.github.io", "www.user.github.io", true},
+		{"*.my-bucket.s3.amazonaws.com", "x.my-bucket.s3.amazonaws.com", true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.entry+" "+tc.host, func(t *testing.T) {
+			before := victim.hits.Load()
+			c := newTestCall(t, callOpts{
+				policy: PolicyConfig{Allow: []string{at(tc.entry)}, Resolve: pin(at(tc.host), "127.0.0.1"), AllowPrivate: loopback()},
+				hook:   refuseNonLoopbackDials,
+			})
+			r := do(t, c, `{"url":"http://`+at(tc.host)+`/"}`)
+			if !tc.allowed {
+				wantKind(t, r, KindHostNotAllowed)
+				if !strings.Contains(r.Error.Message, "public suffix") {
+					t.Errorf("the message does not say why: %s", r.Error.Message)
+				}
+				if victim.hits.Load() != before {
+					t.Fatalf("%s reached through %s", tc.host, tc.entry)
+				}
+				return
+			}
+			wantOK(t, r)
+		})
+	}
+
+	// A redirect from an allowed host to a name under a suffix below the
+	// wildcard is refused on that hop too.
+	front := newServerOn(t, "127.0.0.2", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "http://"+at("attacker-bucket.s3.amazonaws.com")+"/", http.StatusFound)
+	})
+	before := victim.hits.Load()
+	c := newTestCall(t, callOpts{policy: PolicyConfig{
+		Allow:        []string{at("*.amazonaws.com"), front.hostport("front.amazonaws.com")},
+		Resolve:      merge(pin(at("attacker-bucket.s3.amazonaws.com"), "127.0.0.1"), pin(front.hostport("front.amazonaws.com"), "127.0.0.2")),
+		AllowPrivate: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
+	}, hook: refuseNonLoopbackDials})
+	wantKind(t, do(t, c, `{"url":"http://`+front.hostport("front.amazonaws.com")+`/"}`), KindHostNotAllowed)
+	if victim.hits.Load() != before || front.hits.Load() != 1 {
+		t.Fatalf("redirect: victim hits %d, front hits %d", victim.hits.Load()-before, front.hits.Load())
+	}
+}
+
+// TestNonRegularVolumeFilesAreRefusedWithoutBlocking: a FIFO planted in
+// /volume/data (or reached through a symlink) used as a file body or a file
+// output. Opening a FIFO blocks until the other end opens; the host must
+// answer bad_path at once and leave no goroutine behind. The guard below
+// only turns a hang into a failure: a correct host never waits on anything.
+func TestNonRegularVolumeFilesAreRefusedWithoutBlocking(t *testing.T) {
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	files := newDirFiles(t)
+	fifo := filepath.Join(files.root, "data", "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("fifo", filepath.Join(files.root, "data", "link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(files.root, "data", "dir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	u := jsonString("http://" + srv.hostport("127.0.0.1") + "/")
+	cases := []struct{ name, doc string }{
+		{"fifo body", `{"method":"POST","url":` + u + `,"body":{"type":"file","path":"/volume/data/fifo"}}`},
+		{"fifo output", `{"url":` + u + `,"output":{"type":"file","path":"/volume/data/fifo"}}`},
+		{"symlink to fifo body", `{"method":"POST","url":` + u + `,"body":{"type":"file","path":"/volume/data/link"}}`},
+		{"symlink to fifo output", `{"url":` + u + `,"output":{"type":"file","path":"/volume/data/link"}}`},
+		{"directory body", `{"method":"POST","url":` + u + `,"body":{"type":"file","path":"/volume/data/dir"}}`},
+		{"directory output", `{"url":` + u + `,"output":{"type":"file","path":"/volume/data/dir"}}`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newTestCall(t, callOpts{files: files, policy: PolicyConfig{Allow: []string{srv.hostport("127.0.0.1")}, AllowPrivate: loopback()}})
+			base := runtime.NumGoroutine()
+			done := make(chan []byte, 1)
+			go func() { done <- c.Do(context.Background(), []byte(tc.doc)) }()
+			var out []byte
+			select {
+			case out = <-done:
+			case <-time.After(hangGuard):
+				// Open the FIFO both ways without blocking, so the stuck
+				// open returns and the goroutine can end, then fail.
+				if f, err := os.OpenFile(fifo, os.O_RDWR|syscall.O_NONBLOCK, 0); err == nil {
+					<-done
+					f.Close()
+				}
+				t.Fatal("the request blocked on a non-regular file")
+			}
+			wantKind(t, decode(t, out), KindBadPath)
+			waitGoroutines(t, base)
+			if n := c.Stats().Requests; n != 0 {
+				t.Fatalf("%d requests sent", n)
+			}
+		})
+	}
+	if srv.hits.Load() != 0 {
+		t.Fatalf("the server was reached %d times", srv.hits.Load())
+	}
+}
+
+// hangGuard only turns a hang into a test failure; no assertion depends on
+// how long anything takes.
+const hangGuard = 60 * time.Second
+
+// waitGoroutines waits until no more goroutines run than at base: a
+// goroutine stuck in the host (an open or a read that never returns) fails
+// the test.
+func waitGoroutines(t *testing.T, base int) {
+	t.Helper()
+	deadline := time.Now().Add(hangGuard)
+	for runtime.NumGoroutine() > base {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			t.Fatalf("%d goroutines, %d before the request:\n%s", runtime.NumGoroutine(), base, buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// rawServer is a loopback TCP listener speaking just enough HTTP/1.1 to
+// record every request line exactly as it arrived on the wire.
+type rawServer struct {
+	addr  string
+	mu    sync.Mutex
+	lines []string
+}
+
+// newRawServer answers each request with respond(requestLine), a full
+// response head (without the final blank line); the body is empty.
+func newRawServer(t *testing.T, respond func(line string) string) *rawServer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &rawServer{addr: ln.Addr().String()}
+	var wg sync.WaitGroup
+	t.Cleanup(func() { ln.Close(); wg.Wait() })
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer conn.Close()
+				br := bufio.NewReader(conn)
+				line, err := br.ReadString('\n')
+				if err != nil {
+					return
+				}
+				line = strings.TrimSuffix(line, "\r\n")
+				s.mu.Lock()
+				s.lines = append(s.lines, line)
+				s.mu.Unlock()
+				for {
+					h, err := br.ReadString('\n')
+					if err != nil || h == "\r\n" {
+						break
+					}
+				}
+				io.WriteString(conn, respond(line)+"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+			}()
+		}
+	}()
+	return s
+}
+
+func (s *rawServer) seen() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.lines...)
+}
+
+// TestRequestLineCarriesNoRawSpaceOrControl: a raw space in the URL reaches
+// the request line unless the host encodes it, and a server, proxy or cache
+// then reads a different request target ("GET /echo?x http://127.0.0.2/
+// HTTP/1.1 HTTP/1.1"). The same holds for redirect targets. Controls are
+// refused; space, quotes, angle brackets and non-ASCII bytes are
+// percent-encoded, as browsers do.
+func TestRequestLineCarriesNoRawSpaceOrControl(t *testing.T) {
+	srv := newRawServer(t, func(line string) string {
+		if strings.HasPrefix(line, "GET /redirect-space ") {
+			return "HTTP/1.1 302 Found\r\nLocation: /next?a b&c=\"<é>\""
+		}
+		if strings.HasPrefix(line, "GET /redirect-tab ") {
+			return "HTTP/1.1 302 Found\r\nLocation: /next?a\tb"
+		}
+		return "HTTP/1.1 200 OK"
+	})
+	policy := PolicyConfig{Allow: []string{srv.addr}, AllowPrivate: loopback()}
+	base := "http://" + srv.addr
+	cases := []struct {
+		target    string // path and query as the guest writes it
+		wantLines []string
+		want      Kind // "" for ok
+	}{
+		{"/echo?x http://127.0.0.2/", []string{"GET /echo?x%20http://127.0.0.2/ HTTP/1.1"}, ""},
+		{"/echo?x HTTP/1.1\r\nHost: evil", nil, KindInvalidRequest},
+		{"/echo?a\tb", nil, KindInvalidRequest},
+		{"/echo?a\nb", nil, KindInvalidRequest},
+		{"/echo?a\x00b", nil, KindInvalidRequest},
+		{"/echo?a\x7fb", nil, KindInvalidRequest},
+		{"/echo?a\x0bb", nil, KindInvalidRequest},
+		{"/e cho/é?q=\"<é>\"&r=%41'", []string{"GET /e%20cho/%C3%A9?q=%22%3C%C3%A9%3E%22&r=%41' HTTP/1.1"}, ""},
+		{"/redirect-space", []string{"GET /redirect-space HTTP/1.1", "GET /next?a%20b&c=%22%3C%C3%A9%3E%22 HTTP/1.1"}, ""},
+		{"/redirect-tab", []string{"GET /redirect-tab HTTP/1.1"}, KindConnection},
+	}
+	for _, tc := range cases {
+		t.Run(fmt.Sprintf("%q", tc.target), func(t *testing.T) {
+			before := len(srv.seen())
+			c := newTestCall(t, callOpts{policy: policy})
+			r := do(t, c, `{"url":`+jsonString(base+tc.target)+`}`)
+			if tc.want == "" {
+				wantOK(t, r)
+			} else {
+				wantKind(t, r, tc.want)
+			}
+			got := srv.seen()[before:]
+			if strings.Join(got, "\n") != strings.Join(tc.wantLines, "\n") {
+				t.Fatalf("request lines %q, want %q", got, tc.wantLines)
+			}
+		})
+	}
+}
+
+// TestGuestHeadersCannotShadowCredentials: many servers and frameworks (CGI,
+// WSGI, Rack, PHP) read X_Api_Key and X-Api-Key as the same header, so a
+// guest header that folds to an injected or built-in credential header
+// (case, '-' and '_' folded) is refused before anything is sent.
+func TestGuestHeadersCannotShadowCredentials(t *testing.T) {
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	hp := srv.hostport("127.0.0.1")
+	c := newTestCall(t, callOpts{policy: PolicyConfig{
+		Allow:        []string{hp},
+		Credentials:  []Credential{{Pattern: hp, Header: "X-Api-Key", Value: func(context.Context) (string, bool) { return "s3cr3t", true }}},
+		AllowPrivate: loopback(),
+	}})
+	cases := []struct {
+		header string
+		want   Kind
+	}{
+		{"X_Api_Key", KindCredentialHeader},
+		{"x_api-KEY", KindCredentialHeader},
+		{"X-API_KEY", KindCredentialHeader},
+		{"Proxy_Authorization", KindCredentialHeader},
+		{"PROXY_authorization", KindCredentialHeader},
+		{"Transfer_Encoding", KindInvalidRequest},
+		{"Content_Length", KindInvalidRequest},
+		{"X_Api_Keys", ""}, // a different name stays allowed
+		{"X_Request_Id", ""},
+	}
+	for _, tc := range cases {
+		r := do(t, c, `{"url":"http://`+hp+`/","headers":{`+jsonString(tc.header)+`:"guest"}}`)
+		if tc.want == "" {
+			wantOK(t, r)
+			continue
+		}
+		wantKind(t, r, tc.want)
+		if folded := strings.ReplaceAll(strings.ToLower(tc.header), "_", "-"); !strings.Contains(r.Error.Message, `"`+folded+`"`) {
+			t.Errorf("%s: the message does not name %q: %s", tc.header, folded, r.Error.Message)
+		}
+	}
+	if n := srv.hits.Load(); n != 2 {
+		t.Fatalf("server reached %d times, want 2 (the allowed headers only)", n)
+	}
+}
+
+// TestRequestsCountOnlyWhatWasSent: Stats.Requests counts requests written
+// to a connection (each redirect hop); requests refused before that — by
+// the allowlist, the destination check, DNS or a refused connection — are
+// not traffic and do not count.
+func TestRequestsCountOnlyWhatWasSent(t *testing.T) {
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/r" {
+			http.Redirect(w, r, "/", http.StatusFound)
+			return
+		}
+		io.WriteString(w, "ok")
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	ln.Close()
+	hp := srv.hostport("127.0.0.1")
+	cases := []struct {
+		name, url string
+		want      Kind
+		requests  int64
+	}{
+		{"not allowed", "http://other.example.com/", KindHostNotAllowed, 0},
+		{"forbidden destination", "http://" + srv.hostport("private.example.com") + "/", KindForbiddenDestination, 0},
+		{"dns failure", "http://" + srv.hostport("nxdomain.example.com") + "/", KindConnection, 0},
+		{"connection refused", "http://" + closed + "/", KindConnection, 0},
+		{"tls handshake fails", "https://" + hp + "/", KindConnection, 0},
+		{"sent", "http://" + hp + "/", "", 1},
+		{"redirect hop", "http://" + hp + "/r", "", 2},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newTestCall(t, callOpts{policy: PolicyConfig{
+				Allow:        []string{hp, closed, srv.hostport("private.example.com"), srv.hostport("nxdomain.example.com")},
+				Resolve:      pin(srv.hostport("private.example.com"), "10.0.0.1"),
+				AllowPrivate: loopback(),
+			}, hook: refuseNonLoopbackDials})
+			r := do(t, c, `{"url":`+jsonString(tc.url)+`}`)
+			if tc.want == "" {
+				wantOK(t, r)
+			} else {
+				wantKind(t, r, tc.want)
+			}
+			if got := c.Stats().Requests; got != tc.requests {
+				t.Fatalf("Stats().Requests = %d, want %d", got, tc.requests)
+			}
+		})
 	}
 }

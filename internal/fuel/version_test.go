@@ -1,0 +1,79 @@
+package fuel
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// meteringFixtures are committed modules (rebuilt only by `make fixtures`)
+// that together reach every part of the rewriter: C and Go-like code,
+// loops, calls, bulk memory, imports, tables, SIMD, names.
+var meteringFixtures = map[string]string{
+	// path from the module root: sha256 of the input, so that a rebuilt
+	// fixture is told apart from a changed rewriter.
+	"testdata/packages/cgreet/module.wasm":     "9180cec98cb4a7a0b5540d9c84fa89e7658b83395092ecce3dfd6347d63f729b",
+	"testdata/fuel/c/cpu.wasm":                 "e59d53eff3fdb76f4d8291f95b392af3d5fb77f454561caee8cae1c29f67cbc9",
+	"testdata/fuel/counts.wasm":                "1da730d6131c532d9700be22bbee6d945294aa86367dda0db19c628f8529d46a",
+	"testdata/fuel/features.wasm":              "83e76ec9e4f895f3ea4984ff476a466dd661f1588b01a80c5ce80681fdbeb010",
+	"testdata/fuel/imports.wasm":               "a4887e6f76db0d273956dd2dd61ba5f24f83aab041922f96bd5e458790365ee9",
+	"internal/wasmbin/testdata/walk_all.wasm":  "7785c23a247816114eca384e0ced4fe5c07780c59d584e6c3eb6d5ef81145474",
+	"internal/wasmbin/testdata/walk_simd.wasm": "1a3428408a761ede338b66a29b8edf257fcb3b4483f6397565440e5d7ac8d7a0",
+}
+
+// meteringHistory maps each MeteringVersion to the combined hash of the
+// metered fixtures at that version. Never edit a past entry: a changed
+// output gets a new version and a new entry.
+var meteringHistory = map[int]string{
+	1: "7e4f0fdab72ef8639f859c8fbc5899f3bcfa16ee7e17bd35cebe71bc9254ea67",
+}
+
+// TestMeteringVersionPinsOutput fails when Instrument's output changes
+// without a bump of MeteringVersion: stored artifacts of the old output
+// would otherwise run as if this runner had made them.
+func TestMeteringVersionPinsOutput(t *testing.T) {
+	t.Parallel()
+	paths := make([]string, 0, len(meteringFixtures))
+	for p := range meteringFixtures {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	combined := sha256.New()
+	for _, p := range paths {
+		in, err := os.ReadFile(filepath.Join("..", "..", filepath.FromSlash(p)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sum := sha256.Sum256(in); hex.EncodeToString(sum[:]) != meteringFixtures[p] {
+			t.Fatalf("fixture %s was rebuilt (sha256 %x): in a commit that does not change Instrument, set its input hash in meteringFixtures and the current version's combined hash in meteringHistory (a rebuilt fixture is not a metering change)", p, sum)
+		}
+		out, err := Instrument(in)
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		sum := sha256.Sum256(out)
+		combined.Write([]byte(p + "\x00"))
+		combined.Write(sum[:])
+	}
+	got := hex.EncodeToString(combined.Sum(nil))
+	want, ok := meteringHistory[MeteringVersion]
+	if !ok {
+		t.Fatalf("MeteringVersion %d has no entry in meteringHistory: add %d: %q", MeteringVersion, MeteringVersion, got)
+	}
+	if got != want {
+		t.Fatalf("Instrument's output changed at MeteringVersion %d (combined %s, pinned %s): bump MeteringVersion to %d and add %d: %q to meteringHistory",
+			MeteringVersion, got, want, MeteringVersion+1, MeteringVersion+1, got)
+	}
+	for v, h := range meteringHistory {
+		if v > MeteringVersion {
+			t.Errorf("meteringHistory has version %d, past MeteringVersion %d", v, MeteringVersion)
+		}
+		if v != MeteringVersion && strings.EqualFold(h, got) {
+			t.Errorf("version %d has the same output as MeteringVersion %d: the bump is needless or the history is wrong", v, MeteringVersion)
+		}
+	}
+}

@@ -1,0 +1,256 @@
+package wasi
+
+import (
+	"context"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"strings"
+)
+
+// Symbolic links a guest makes must lead nowhere outside their mount, not
+// only for the guest (os.Root confines every path it resolves) but for the
+// host: a kept /volume/tmp or /volume/data is read by host tools with plain
+// path APIs. The rule that keeps that true whatever the guest does next:
+//
+//   - a link's target is relative, its ".." components all come first, and
+//     there are at most maxLinkClimb of them and at most as many as the
+//     link's directory lies below the
+//     mount root, counted on the directory's real path (the kernel's, which
+//     neither a guest path through links nor a moved descriptor fools);
+//   - path_rename and path_link judge a moved link again from its new
+//     directory, and a directory moved closer to the mount root has the
+//     links beneath it judged again.
+//
+// With ".." only in front, resolution climbs a real path inside the mount
+// and then only descends, through names that are directories or links
+// obeying the same rule, so it cannot leave. A "name/.." target is refused
+// because the name may be (or later become) a link, after which ".." climbs
+// from wherever that link leads. Refusals are ENOTCAPABLE, as for any path
+// that would leave its directory.
+
+// maxLinkClimb is the most ".." a new link's target may start with. It
+// bounds how deep a directory move must look for links it could break
+// (links made by earlier calls in /volume/data included), and real
+// relative links climb a few levels, not dozens.
+const maxLinkClimb = 64
+
+// linkUp is how many ".." components lead target's path, and whether the
+// target obeys the form of the rule (relative, ".." only in front).
+func linkUp(target string) (up int, ok bool) {
+	if path.IsAbs(target) {
+		return 0, false
+	}
+	named := false
+	for _, c := range strings.Split(target, "/") {
+		switch c {
+		case "", ".":
+		case "..":
+			if named {
+				return 0, false
+			}
+			up++
+		default:
+			named = true
+		}
+	}
+	return up, true
+}
+
+// linkEscapes reports whether a link to target in a directory depth levels
+// below the mount root could resolve outside the mount.
+func linkEscapes(target string, depth int) bool {
+	up, ok := linkUp(target)
+	return !ok || up > depth
+}
+
+// parentOf is the directory that name's last component is made in.
+func parentOf(name string) string {
+	return path.Dir(strings.TrimRight(name, "/"))
+}
+
+// dirDepth is how many directories below the root of mount the directory
+// dir (resolved beneath root) really is. Where the host cannot tell (no
+// /proc, a directory removed meanwhile), it answers 0, which allows only
+// targets without "..".
+func (in *Instance) dirDepth(root *os.Root, mount int, dir string) (int, Errno) {
+	d, err := root.Open(dir)
+	if err != nil {
+		return 0, errnoOf(err)
+	}
+	defer d.Close()
+	if fi, err := d.Stat(); err != nil || !fi.IsDir() {
+		return 0, ErrnoNotdir
+	}
+	rel, ok := in.mountRel(d, mount)
+	if !ok || rel == "." {
+		return 0, ErrnoSuccess
+	}
+	return strings.Count(rel, "/") + 1, ErrnoSuccess
+}
+
+// mountRel is the kernel's path of the open directory d relative to the
+// root of mount ("." for the root itself), when the host can tell.
+func (in *Instance) mountRel(d *os.File, mount int) (string, bool) {
+	m, err := in.cfg.Mounts.Root(mount).Open(".")
+	if err != nil {
+		return "", false
+	}
+	defer m.Close()
+	dp, ok := hostPath(d)
+	mp, mok := hostPath(m)
+	mp = strings.TrimSuffix(mp, "/")
+	switch {
+	case !ok || !mok:
+		return "", false
+	case dp == mp:
+		return ".", true
+	case strings.HasPrefix(dp, mp+"/"):
+		return dp[len(mp)+1:], true
+	}
+	return "", false
+}
+
+// checkNewLink checks a path_symlink of target at name beneath dir.
+func (in *Instance) checkNewLink(dir *fdEntry, target, name string) Errno {
+	up, ok := linkUp(target)
+	if !ok || up > maxLinkClimb {
+		return ErrnoNotcapable
+	}
+	if up == 0 {
+		return ErrnoSuccess
+	}
+	depth, errno := in.dirDepth(dir.root, dir.mount, parentOf(name))
+	if errno != ErrnoSuccess {
+		return errno
+	}
+	if up > depth {
+		return ErrnoNotcapable
+	}
+	return ErrnoSuccess
+}
+
+// checkMove checks a path_rename (rename set) or path_link of oldName to
+// newName beneath root, resolved from descriptor fd: a link must obey the
+// rule from its new directory, and a directory moved closer to the mount
+// root must not carry a link that then would break it.
+func (in *Instance) checkMove(ctx context.Context, fd uint32, root *os.Root, oldName, newName string, rename bool) Errno {
+	e, errno := in.get(fd)
+	if errno != ErrnoSuccess {
+		return errno
+	}
+	info, err := root.Lstat(oldName)
+	if err != nil {
+		return ErrnoSuccess // the operation itself reports it
+	}
+	switch {
+	case info.Mode()&fs.ModeSymlink != 0:
+		target, err := root.Readlink(oldName)
+		if err != nil {
+			return errnoOf(err)
+		}
+		if up, ok := linkUp(target); ok && up == 0 {
+			return ErrnoSuccess
+		}
+		depth, errno := in.dirDepth(root, e.mount, parentOf(newName))
+		if errno != ErrnoSuccess {
+			return errno
+		}
+		if linkEscapes(target, depth) {
+			return ErrnoNotcapable
+		}
+	case rename && info.IsDir():
+		oldDepth, errno := in.dirDepth(root, e.mount, parentOf(oldName))
+		if errno != ErrnoSuccess {
+			return errno
+		}
+		newDepth, errno := in.dirDepth(root, e.mount, parentOf(newName))
+		if errno != ErrnoSuccess {
+			return errno
+		}
+		if newDepth >= oldDepth {
+			return ErrnoSuccess
+		}
+		// A link k directories below the moved one lies newDepth+1+k deep
+		// and climbs at most maxLinkClimb: below maxLinkClimb-newDepth-1
+		// levels none can reach past the root, so the walk stops there.
+		return walkLinks(ctx, root, oldName, newDepth+1, maxLinkClimb-newDepth-1)
+	}
+	return ErrnoSuccess
+}
+
+// walkLinks checks the links in dir and in its subdirectories up to levels
+// deep (0: none), dir's own entries lying depth directories below the
+// mount root. It holds one directory open at a time.
+func walkLinks(ctx context.Context, root *os.Root, dir string, depth, levels int) Errno {
+	type item struct {
+		rel string
+		k   int
+	}
+	stack := []item{{dir, 0}}
+	for len(stack) > 0 && levels > 0 {
+		if ctx.Err() != nil {
+			return ErrnoIntr
+		}
+		it := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		f, err := root.Open(it.rel)
+		if err != nil {
+			return errnoOf(err)
+		}
+		for {
+			es, err := f.ReadDir(256)
+			for _, de := range es {
+				p := it.rel + "/" + de.Name()
+				switch {
+				case de.Type()&fs.ModeSymlink != 0:
+					target, err := root.Readlink(p)
+					if err != nil || linkEscapes(target, depth+it.k) {
+						f.Close()
+						return ErrnoNotcapable
+					}
+				case de.IsDir() && it.k+1 < levels:
+					stack = append(stack, item{p, it.k + 1})
+				}
+			}
+			if err == io.EOF || (err == nil && len(es) == 0) {
+				break
+			}
+			if err != nil {
+				f.Close()
+				return errnoOf(err)
+			}
+		}
+		f.Close()
+	}
+	return ErrnoSuccess
+}
+
+// reserveEntry charges one new directory entry (and extra bytes, a link's
+// target) to the call's write budget; false means EDQUOT.
+func (in *Instance) reserveEntry(extra int) bool {
+	return in.cfg.Budget == nil || in.cfg.Budget.ReserveEntry(int64(extra))
+}
+
+// refundEntry gives back a reserveEntry whose entry was not made.
+func (in *Instance) refundEntry(extra int) {
+	if in.cfg.Budget != nil {
+		in.cfg.Budget.RefundEntry(int64(extra))
+	}
+}
+
+// realRel is the path of directory descriptor e relative to its mount's
+// root as the directory is now, which a rename since its opening changes;
+// where the host cannot tell, the path it was opened by.
+func (in *Instance) realRel(e *fdEntry) string {
+	d, err := e.root.Open(".")
+	if err != nil {
+		return e.rel
+	}
+	defer d.Close()
+	if rel, ok := in.mountRel(d, e.mount); ok {
+		return rel
+	}
+	return e.rel
+}
