@@ -62,6 +62,9 @@ func newCheckCmd(a *app) *cobra.Command {
 func runCheck(ctx context.Context, e *env, h *hostFlags, lim limits.Limits, f conformance.Format, opts conformance.Options, path string) int {
 	rt, closeRT, err := h.openRuntime(ctx, e, lim, path)
 	if err != nil {
+		if code, ok := interrupted(ctx, e, err); ok {
+			return code
+		}
 		return fail(e, "%v", err)
 	}
 	defer closeRT()
