@@ -73,8 +73,11 @@ func (rt *Runtime) RunCommand(ctx context.Context, path string, cmd Command) (*C
 	if err := linkCheck(path, src.Module, lim); err != nil {
 		return nil, err
 	}
-		_, compiled, err := rt.compile(ctx, src.Module, lim, true)
+	_, compiled, err := rt.compile(ctx, src.Module, lim, true)
 	if err != nil {
+		if cerr := canceled(ctx, "compile "+path); cerr != nil {
+			return nil, cerr
+		}
 		return nil, err
 	}
 	defer compiled.Close(ctx)

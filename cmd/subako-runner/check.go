@@ -62,14 +62,14 @@ func newCheckCmd(a *app) *cobra.Command {
 func runCheck(ctx context.Context, e *env, h *hostFlags, lim limits.Limits, f conformance.Format, opts conformance.Options, path string) int {
 	rt, closeRT, err := h.openRuntime(ctx, e, lim, path)
 	if err != nil {
-		if code, ok := interrupted(ctx, e, err); ok {
-			return code
-		}
 		return fail(e, "%v", err)
 	}
 	defer closeRT()
 	rep, err := conformance.Run(ctx, rt, path, opts)
 	if err != nil {
+		if code, ok := interrupted(ctx, e, err); ok {
+			return code
+		}
 		return fail(e, "%v", err)
 	}
 	color := f == conformance.FormatHuman && e.terminal(e.stdout) && e.getenv("NO_COLOR") == ""
