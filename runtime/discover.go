@@ -96,6 +96,7 @@ func (rt *Runtime) Load(ctx context.Context, path string) (p *Package, err error
 // Discover runs the discovery of a checked module. path names the package
 // in logs and messages.
 func (rt *Runtime) Discover(ctx context.Context, c *Checked, path string) (*Package, error) {
+	defer rt.progress(StepDiscover, 0)()
 	lim := rt.limits
 	log := rt.log.With(zap.String("package", c.Source.displayName(path)))
 	started := time.Now()

@@ -37,6 +37,14 @@ type Config struct {
 	CompilationCacheDir string
 	// Observer, when set, receives one event per upload and per call.
 	Observer Observer
+	// Progress, when set, is told when a slow step (compilation,
+	// discovery) starts and ends, from the goroutine doing it.
+	Progress func(ProgressEvent)
+	// Trace, when set, receives every line the host writes to a module's
+	// stdin and the module writes to its stdout, and the closing of stdin
+	// and the instance's end. It runs synchronously (inside the guest's
+	// write for its lines): keep it quick.
+	Trace func(TraceEvent)
 }
 
 // Runtime loads packages and runs their calls. It owns a wazero runtime
@@ -60,6 +68,10 @@ type Runtime struct {
 	limits   limits.Limits
 	client   protocol.ClientInfo
 	observer Observer
+
+	progressFn func(ProgressEvent)
+	trace      func(TraceEvent)
+	traceSeq   int64 // atomic: the last instance number traced
 }
 
 // New creates a Runtime.
@@ -83,7 +95,8 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	// No WithCloseOnContextDone: every module is fuel-metered (internal/fuel)
 	// and the refuel host function, entered about every millisecond, checks
 	// the deadline at a fraction of that option's cost.
-	rt := &Runtime{log: log, limits: lim, client: protocol.ClientInfo{Name: "subako", Version: Version}, observer: cfg.Observer}
+	rt := &Runtime{log: log, limits: lim, client: protocol.ClientInfo{Name: "subako", Version: Version}, observer: cfg.Observer,
+		progressFn: cfg.Progress, trace: cfg.Trace}
 	if cfg.CompilationCacheDir != "" {
 		cache, err := wazero.NewCompilationCacheWithDir(cfg.CompilationCacheDir)
 		if err != nil {
@@ -172,6 +185,7 @@ func (rt *Runtime) check(ctx context.Context, src *Source) (*Checked, error) {
 
 // compile injects fuel metering and compiles the result.
 func (rt *Runtime) compile(ctx context.Context, module []byte) ([]byte, wazero.CompiledModule, error) {
+	defer rt.progress(StepCompile, len(module))()
 	metered, err := fuel.Instrument(module)
 	if err != nil {
 		return nil, nil, fmt.Errorf("the module cannot be metered: %v", err)

@@ -58,6 +58,7 @@ type session struct {
 	split  *protocol.LineSplitter
 	memory *memoryLimit
 	fuel   *fuel.Meter
+	trace  *sessionTrace // nil unless Config.Trace is set
 
 	ctx  context.Context
 	kill context.CancelCauseFunc
@@ -93,6 +94,7 @@ func (rt *Runtime) startSession(parent context.Context, cfg instanceConfig, log 
 		responses: make(chan protocol.Message, 1),
 		answered:  map[string]bool{},
 		started:   time.Now(),
+		trace:     rt.newSessionTrace(),
 	}
 	s.split = protocol.NewLineSplitter(lim.StdoutLine, lim.StdoutTotal, s.onLine)
 
@@ -133,6 +135,7 @@ func (rt *Runtime) startSession(parent context.Context, cfg instanceConfig, log 
 			}
 		}
 		inst.Close()
+		s.trace.exit(err)
 		s.ended = time.Now()
 		s.done <- err
 	}()
@@ -192,6 +195,7 @@ func (s *session) send(line []byte, pending string) (protocol.Message, *Crash) {
 	s.mu.Lock()
 	s.pending = pending
 	s.mu.Unlock()
+	s.trace.event(TraceSend, line) // before the write: the answer may come before Write returns
 	if _, err := s.stdin.Write(line); err != nil {
 		return protocol.Message{}, s.failNow(CrashExitedBeforeResponse, "the module closed its stdin before the request was written")
 	}
@@ -244,6 +248,7 @@ func (s *session) checkResponse(method string, msg protocol.Message) (protocol.M
 func (s *session) finish() *Crash {
 	defer s.stop()
 	s.stdin.CloseWrite()
+	s.trace.event(TraceClose, nil)
 	if !s.exited {
 		timer := time.NewTimer(s.lim.ExitTimeout)
 		defer timer.Stop()
@@ -313,6 +318,7 @@ func (s *session) classifyEnd(waiting bool) *Crash {
 // onLine classifies one stdout line; it runs inside the guest's fd_write.
 // Returning an error ends the instance at once.
 func (s *session) onLine(line []byte) error {
+	s.trace.event(TraceReceive, line)
 	msg, err := protocol.Classify(line)
 	if err != nil {
 		return s.fail(CrashNotJSONRPC, fmt.Sprintf("stdout is for JSON-RPC messages only, but the module wrote %s: %v", excerpt(line), errMessage(err)))

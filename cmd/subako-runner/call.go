@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
+
+	"github.com/spf13/cobra"
 
 	"github.com/subako/subako-runner/protocol"
 	"github.com/subako/subako-runner/runtime"
@@ -25,35 +28,44 @@ type callReport struct {
 	TmpDir    string              `json:"tmpDir,omitempty"`
 }
 
-func runCall(ctx context.Context, e *env, args []string) int {
-	var o options
-	fs := newFlagSet(e, "call", "PACKAGE TOOL [ARGS_JSON]", "Check and discover PACKAGE, then call TOOL once with ARGS_JSON (default {}) in a fresh\ninstance, and print the view the model reads.")
-	o.addOutput(fs)
-	o.addLimits(fs)
-	o.addVolumes(fs)
-	o.addNetwork(fs)
-	fs.StringVar(&o.argsFile, "args-file", "", "read ARGS_JSON from `FILE` (- for stdin)")
-	rest, err := parseArgs(fs, args, 2, 3)
-	if err != nil {
-		return flagExit(err)
+func newCallCmd(a *app) *cobra.Command {
+	var h hostFlags
+	var c callFlags
+	var argsFile string
+	cmd := &cobra.Command{
+		Use:   "call [flags] PACKAGE TOOL [ARGS_JSON]",
+		Short: "validate, discover, then call one tool and print the model view",
+		Long:  "Check and discover PACKAGE, then call TOOL once with ARGS_JSON (default {}) in a fresh\ninstance, and print the view the model reads.",
+		Args:  positionals([]string{"PACKAGE", "TOOL", "ARGS_JSON"}, 2, 3),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			arguments, err := readArgs(a.e, argsFile, args[2:])
+			if err != nil {
+				return usageErr(cmd, "%v", err)
+			}
+			req, err := c.request(a.e, args[1], arguments)
+			if err != nil {
+				return usageErr(cmd, "%v", err)
+			}
+			return status(runCall(a.ctx, a.e, &h, &c, args[0], req))
+		},
 	}
-	arguments, err := readArgs(e, &o, rest[2:])
+	h.register(cmd, true)
+	h.registerTrace(cmd)
+	c.register(cmd)
+	cmd.Flags().StringVar(&argsFile, "args-file", "", "read ARGS_JSON from `FILE` (- for stdin)")
+	return cmd
+}
+
+func runCall(ctx context.Context, e *env, h *hostFlags, c *callFlags, path string, req runtime.CallRequest) int {
+	rt, closeRT, err := h.openRuntime(ctx, e, *req.Limits, path)
 	if err != nil {
 		return fail(e, "%v", err)
 	}
-	policy, err := o.policy(e)
-	if err != nil {
-		return fail(e, "%v", err)
-	}
-	rt, code := openRuntime(ctx, e, &o)
-	if rt == nil {
-		return code
-	}
-	defer rt.Close(ctx)
-	pkg, err := rt.Load(ctx, rest[0])
+	defer closeRT()
+	pkg, err := rt.Load(ctx, path)
 	if err != nil {
 		var rej *runtime.RejectedError
-		if o.json && errors.As(err, &rej) {
+		if h.json && errors.As(err, &rej) {
 			outcome, code := "rejected", exitRejected
 			if rej.Crash != nil {
 				outcome, code = "crashed", exitCrashed
@@ -61,44 +73,60 @@ func runCall(ctx context.Context, e *env, args []string) int {
 			writeJSON(e, callReport{Outcome: outcome, Rejection: rej.Rejections, Crash: rej.Crash})
 			return code
 		}
-		return reportPackageError(e, &o, err)
+		return reportPackageError(e, h, err)
 	}
 	defer pkg.Close(ctx)
 
-	req := runtime.CallRequest{Tool: rest[1], Arguments: arguments, Tmp: o.tmp, Data: o.data, Skills: o.skills, Network: policy}
-	lim := rt.Limits()
-	req.Limits = &lim
 	res, err := pkg.Call(ctx, req)
 	if err != nil {
 		return fail(e, "%v", err)
 	}
-	if !o.keepTmp {
-		defer res.Release()
+	keep := c.volumes.keepTmp
+	if !keep {
+		// Released before printing, so the output names only host paths
+		// that still exist when the command has ended.
+		if err := res.Release(); err != nil {
+			fmt.Fprintf(e.stderr, "subako-runner: removing /volume/tmp: %v\n", err)
+		}
 	}
 
-	code = exitOK
+	code := exitOK
 	switch res.Outcome {
 	case runtime.OutcomeToolError:
 		code = exitToolError
 	case runtime.OutcomeCrashed:
 		code = exitCrashed
 	}
-	if o.json {
+	if h.json {
 		rep := callReport{Outcome: string(res.Outcome), Result: res.Result, View: res.View, Crash: res.Crash, Stats: &res.Stats}
-		if o.keepTmp {
+		if keep {
 			rep.TmpDir = res.TmpDir
 		}
 		writeJSON(e, rep)
 		return code
 	}
-	printCall(e.stdout, res)
-	if o.keepTmp {
+	if hidden := printCall(e.stdout, res); hidden {
+		fmt.Fprintln(e.stdout, "(the files under /volume/tmp were removed with it; --keep-tmp keeps them)")
+	}
+	if keep {
 		fmt.Fprintf(e.stdout, "\n/volume/tmp kept at %s\n", res.TmpDir)
 	}
 	return code
 }
 
-func printCall(w io.Writer, res *runtime.Result) {
+// printCall prints the model view; hidden says whether a volume file's
+// host path was left out because the file is gone.
+func printCall(w io.Writer, res *runtime.Result) (hidden bool) {
+	exists := func(p string) bool {
+		if p == "" {
+			return false
+		}
+		_, err := os.Stat(p)
+		if err != nil {
+			hidden = true
+		}
+		return err == nil
+	}
 	switch res.Outcome {
 	case runtime.OutcomeCrashed:
 		fmt.Fprintf(w, "crashed (%s): %s\n", res.Crash.Reason, res.Crash.Message)
@@ -112,12 +140,19 @@ func printCall(w io.Writer, res *runtime.Result) {
 			fmt.Fprintln(w, v.Text)
 		case "image":
 			where := "inline"
-			if v.HostPath != "" {
-				where = v.Source + " at " + v.HostPath
+			if v.Source != "" && v.Source != "inline" {
+				where = v.Source
+			}
+			if exists(v.HostPath) {
+				where += " at " + v.HostPath
 			}
 			fmt.Fprintf(w, "[image %s, %d bytes, %s]\n", v.MimeType, v.Bytes, where)
 		case "file":
-			fmt.Fprintf(w, "[file %s, %d bytes, at %s]\n", v.Path, v.Size, v.HostPath)
+			if exists(v.HostPath) {
+				fmt.Fprintf(w, "[file %s, %d bytes, at %s]\n", v.Path, v.Size, v.HostPath)
+			} else {
+				fmt.Fprintf(w, "[file %s, %d bytes]\n", v.Path, v.Size)
+			}
 		case "link":
 			fmt.Fprintf(w, "[link] %s\n", v.Text)
 		case "note":
@@ -129,6 +164,7 @@ func printCall(w io.Writer, res *runtime.Result) {
 	}
 	s := res.Stats
 	fmt.Fprintf(w, "(%.1f ms, peak memory %s, %d bytes written, %d HTTP requests)\n", s.DurationMs, humanBytes(s.MemoryBytes), s.BytesWritten, s.HTTPRequests)
+	return hidden
 }
 
 func humanBytes(n int64) string {
@@ -141,22 +177,41 @@ func humanBytes(n int64) string {
 	return fmt.Sprintf("%d B", n)
 }
 
-// parseDirFlag parses --dir HOST[::GUEST] (wasmtime's syntax); without
-// ::GUEST the directory appears under its own path.
-func parseDirFlag(v string) (host, guest string, err error) {
+// parseDirFlag parses --dir HOST[::GUEST] (wasmtime's syntax). Without
+// ::GUEST the directory appears under the path as written, as in
+// wasmtime: --dir data is the guest's "data", which a guest resolves
+// against its working directory "/", so it is mounted at /data and both
+// "data/x" and "/data/x" reach it; --dir . is mounted at "/". A relative
+// path that climbs out ("../x") needs an explicit GUEST. relative says the
+// guest path was relative: run then gives the module PWD=/, which Go's
+// wasip1 port needs to resolve "data/x" from "/" (it otherwise starts in
+// its first preopen).
+func parseDirFlag(v string) (host, guest string, relative bool, err error) {
 	host, guest, found := strings.Cut(v, "::")
 	if host == "" {
-		return "", "", fmt.Errorf("--dir %q: empty host directory", v)
+		return "", "", false, fmt.Errorf("--dir %q: empty host directory", v)
 	}
 	if !found {
 		guest = host
 	}
+	guest = filepath.ToSlash(guest)
+	if guest == "" {
+		return "", "", false, fmt.Errorf("--dir %q: empty guest path", v)
+	}
+	if relative = !path.IsAbs(guest); relative {
+		rel := path.Clean(guest)
+		if rel == ".." || strings.HasPrefix(rel, "../") {
+			return "", "", false, fmt.Errorf("--dir %q: %s climbs above the guest's working directory; name the guest path: --dir %s::/%s", v, guest, host, path.Base(rel))
+		}
+		guest = path.Join("/", rel)
+	}
+	guest = path.Clean(guest)
 	abs, err := filepath.Abs(host)
 	if err != nil {
-		return "", "", err
+		return "", "", false, err
 	}
 	if info, err := os.Stat(abs); err != nil || !info.IsDir() {
-		return "", "", fmt.Errorf("--dir %q: %s is not a directory", v, host)
+		return "", "", false, fmt.Errorf("--dir %q: %s is not a directory", v, host)
 	}
-	return abs, guest, nil
+	return abs, guest, relative, nil
 }

@@ -2,57 +2,74 @@ package main
 
 import (
 	"context"
-	"flag"
 	"io"
 	"os"
 
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
 	"github.com/subako/subako-runner/conformance"
+	"github.com/subako/subako-runner/limits"
 )
 
-func runCheck(ctx context.Context, e *env, args []string) int {
-	var o options
+func newCheckCmd(a *app) *cobra.Command {
+	var h hostFlags
+	var l limitFlags
 	var format, examplesFile string
-	fs := newFlagSet(e, "check", "PACKAGE", "Run the conformance suite on PACKAGE: the upload checks, discovery and a set of probes,\n"+
-		"each checklist item of ABI 1 reported as pass, warning, failure or skipped.\n"+
-		"Exit status: 0 when no check failed (warnings allowed), 1 when a check failed, 2 on a usage or host error.")
-	o.addOutput(fs)
-	o.addLimits(fs)
-	fs.StringVar(&format, "format", "human", "report `FORMAT`: human, json or junit (--json is --format json)")
-	fs.StringVar(&examplesFile, "examples", "", "JSON `FILE` mapping tool names to arrays of argument objects to call and report")
-	rest, err := parseArgs(fs, args, 1, 1)
-	if err != nil {
-		return flagExit(err)
+	cmd := &cobra.Command{
+		Use:   "check [flags] PACKAGE",
+		Short: "run the conformance suite on a package and report every checklist item",
+		Long: "Run the conformance suite on PACKAGE: the upload checks, discovery and a set of probes,\n" +
+			"each checklist item of ABI 1 reported as pass, warning, failure or skipped.\n" +
+			"Exit status: 0 when no check failed (warnings allowed), 1 when a check failed, 2 on a usage or host error.",
+		Args: positionals([]string{"PACKAGE"}, 1, 1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f, err := conformance.ParseFormat(format)
+			if err != nil {
+				return usageErr(cmd, "--format: %v", err)
+			}
+			if h.json {
+				if cmd.Flags().Changed("format") && f != conformance.FormatJSON {
+					return usageErr(cmd, "--json and --format %s contradict each other", f)
+				}
+				f = conformance.FormatJSON
+			}
+			var opts conformance.Options
+			if examplesFile != "" {
+				b, err := os.ReadFile(examplesFile)
+				if err != nil {
+					return usageErr(cmd, "--examples: %v", err)
+				}
+				if opts.Examples, err = conformance.ParseExamples(b); err != nil {
+					return usageErr(cmd, "--examples %s: %v", examplesFile, err)
+				}
+			}
+			lim, err := l.limits()
+			if err != nil {
+				return usageErr(cmd, "%v", err)
+			}
+			return status(runCheck(a.ctx, a.e, &h, lim, f, opts, args[0]))
+		},
 	}
-	f, err := conformance.ParseFormat(format)
-	if err != nil {
-		return fail(e, "--format: %v", err)
-	}
-	if o.json {
-		if formatSet(fs) && f != conformance.FormatJSON {
-			return fail(e, "--json and --format %s contradict each other", f)
-		}
-		f = conformance.FormatJSON
-	}
-	var opts conformance.Options
-	if examplesFile != "" {
-		b, err := os.ReadFile(examplesFile)
-		if err != nil {
-			return fail(e, "--examples: %v", err)
-		}
-		if opts.Examples, err = conformance.ParseExamples(b); err != nil {
-			return fail(e, "--examples %s: %v", examplesFile, err)
-		}
-	}
-	rt, code := openRuntime(ctx, e, &o)
-	if rt == nil {
-		return code
-	}
-	defer rt.Close(ctx)
-	rep, err := conformance.Run(ctx, rt, rest[0], opts)
+	h.register(cmd, true)
+	h.registerTrace(cmd)
+	l.register(cmd, "")
+	cmd.Flags().StringVar(&format, "format", "human", "report `FORMAT`: human, json or junit (--json is --format json)")
+	cmd.Flags().StringVar(&examplesFile, "examples", "", "JSON `FILE` mapping tool names to arrays of argument objects to call and report")
+	return cmd
+}
+
+func runCheck(ctx context.Context, e *env, h *hostFlags, lim limits.Limits, f conformance.Format, opts conformance.Options, path string) int {
+	rt, closeRT, err := h.openRuntime(ctx, e, lim, path)
 	if err != nil {
 		return fail(e, "%v", err)
 	}
-	color := f == conformance.FormatHuman && isTerminal(e.stdout) && e.getenv("NO_COLOR") == ""
+	defer closeRT()
+	rep, err := conformance.Run(ctx, rt, path, opts)
+	if err != nil {
+		return fail(e, "%v", err)
+	}
+	color := f == conformance.FormatHuman && e.terminal(e.stdout) && e.getenv("NO_COLOR") == ""
 	if err := rep.Write(e.stdout, f, color); err != nil {
 		return fail(e, "writing the report: %v", err)
 	}
@@ -62,22 +79,9 @@ func runCheck(ctx context.Context, e *env, args []string) int {
 	return exitOK
 }
 
-func formatSet(fs *flag.FlagSet) bool {
-	set := false
-	fs.Visit(func(f *flag.Flag) { set = set || f.Name == "format" })
-	return set
-}
-
-// isTerminal reports whether w is a character device (a terminal); only
-// then does the human report use colour.
+// isTerminal reports whether w is a terminal: only then does the human
+// report use colour and the progress line appear.
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	if err != nil {
-		return false
-	}
-	return st.Mode()&os.ModeCharDevice != 0
+	return ok && term.IsTerminal(int(f.Fd()))
 }

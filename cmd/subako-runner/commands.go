@@ -6,12 +6,14 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 
+	"github.com/spf13/cobra"
+
+	"github.com/subako/subako-runner/limits"
 	"github.com/subako/subako-runner/protocol"
 	"github.com/subako/subako-runner/runtime"
 )
@@ -22,70 +24,112 @@ type packageReport struct {
 	Rejection []runtime.Rejection `json:"rejection,omitempty"`
 	Tools     []protocol.Tool     `json:"tools,omitempty"`
 	Crash     *runtime.Crash      `json:"crash,omitempty"`
+	// Set by validate when the package passed: what the human line says.
+	Module *moduleReport `json:"module,omitempty"`
 }
 
-func runVersion(ctx context.Context, e *env, args []string) int {
-	var o options
-	fs := newFlagSet(e, "version", "", "Print the version of subako-runner, the ABI it implements and the MCP revision it speaks.")
-	fs.BoolVar(&o.json, "json", false, "print JSON")
-	if _, err := parseArgs(fs, args, 0, 0); err != nil {
-		return flagExit(err)
+func newVersionCmd(a *app) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "version",
+		Short: "print the version, ABI and MCP revision",
+		Long:  "Print the version of subako-runner, the ABI it implements and the MCP revision it speaks\n(also: subako-runner --version).",
+		Args:  positionals(nil, 0, 0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if asJSON {
+				return status(writeJSON(a.e, map[string]any{"version": runtime.Version, "abi": runtime.ABIVersion, "mcp": protocol.Version}))
+			}
+			fmt.Fprintf(a.e.stdout, "subako-runner %s\nABI %d\nMCP %s\n", runtime.Version, runtime.ABIVersion, protocol.Version)
+			return nil
+		},
 	}
-	if o.json {
-		return writeJSON(e, map[string]any{"version": runtime.Version, "abi": runtime.ABIVersion, "mcp": protocol.Version})
-	}
-	fmt.Fprintf(e.stdout, "subako-runner %s\nABI %d\nMCP %s\n", runtime.Version, runtime.ABIVersion, protocol.Version)
-	return exitOK
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
 }
 
-func runValidate(ctx context.Context, e *env, args []string) int {
-	var o options
-	fs := newFlagSet(e, "validate", "PACKAGE", "Run the upload-time checks of ABI 1 on PACKAGE (a package directory or a .wasm file)\nand report every problem found.")
-	o.addOutput(fs)
-	fs.StringVar(&o.memory, "memory", "", "memory limit the module's initial memory must fit, e.g. 256MiB")
-	rest, err := parseArgs(fs, args, 1, 1)
-	if err != nil {
-		return flagExit(err)
+func newValidateCmd(a *app) *cobra.Command {
+	var h hostFlags
+	var memory sizeValue
+	cmd := &cobra.Command{
+		Use:   "validate [flags] PACKAGE",
+		Short: "check a package against the upload rules of ABI 1",
+		Long:  "Run the upload-time checks of ABI 1 on PACKAGE (a package directory or a .wasm file)\nand report every problem found.",
+		Args:  positionals([]string{"PACKAGE"}, 1, 1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			lim := limits.Default()
+			if memory.set {
+				lim.Memory = memory.n
+			}
+			if err := lim.Validate(); err != nil {
+				return usageErr(cmd, "%v", err)
+			}
+			return status(runValidate(a.ctx, a.e, &h, lim, args[0]))
+		},
 	}
-	rt, code := openRuntime(ctx, e, &o)
-	if rt == nil {
-		return code
-	}
-	defer rt.Close(ctx)
-	checked, err := rt.Validate(ctx, rest[0])
+	h.register(cmd, true)
+	cmd.Flags().Var(&memory, "memory", "memory limit the module's initial memory must fit, e.g. 256MiB")
+	return cmd
+}
+
+func runValidate(ctx context.Context, e *env, h *hostFlags, lim limits.Limits, path string) int {
+	rt, closeRT, err := h.openRuntime(ctx, e, lim, path)
 	if err != nil {
-		return reportPackageError(e, &o, err)
+		return fail(e, "%v", err)
+	}
+	defer closeRT()
+	checked, err := rt.Validate(ctx, path)
+	if err != nil {
+		return reportPackageError(e, h, err)
 	}
 	defer checked.Close(ctx)
-	if o.json {
-		return writeJSON(e, packageReport{OK: true})
+	sum := hex.EncodeToString(checked.Hash[:])
+	if h.json {
+		return writeJSON(e, packageReport{OK: true, Module: &moduleReport{Bytes: len(checked.Source.Module), SHA256: sum}})
 	}
-	fmt.Fprintf(e.stdout, "ok: %s passes the upload checks (%d bytes, sha256 %s)\n", rest[0], len(checked.Source.Module), hex.EncodeToString(checked.Hash[:]))
+	fmt.Fprintf(e.stdout, "ok: %s passes the upload checks (%d bytes, sha256 %s)\n", path, len(checked.Source.Module), sum)
 	return exitOK
 }
 
-func runDiscover(ctx context.Context, e *env, args []string) int {
-	var o options
-	fs := newFlagSet(e, "discover", "PACKAGE", "Check PACKAGE, then run it once to discover its tools (server/discover, tools/list),\nas an upload does, and print the tool list.")
-	o.addOutput(fs)
-	o.addLimits(fs)
-	fs.Lookup("timeout").Usage = "wall-clock limit of the discovery run, e.g. 30s (default 10s, as at upload)"
-	o.timeoutIsDiscovery = true
-	rest, err := parseArgs(fs, args, 1, 1)
-	if err != nil {
-		return flagExit(err)
+// moduleReport is what validate says of a module that passed.
+type moduleReport struct {
+	Bytes  int    `json:"bytes"`
+	SHA256 string `json:"sha256"`
+}
+
+func newDiscoverCmd(a *app) *cobra.Command {
+	var h hostFlags
+	l := limitFlags{timeoutIsDiscovery: true}
+	cmd := &cobra.Command{
+		Use:   "discover [flags] PACKAGE",
+		Short: "validate, then discover the package's tools",
+		Long:  "Check PACKAGE, then run it once to discover its tools (server/discover, tools/list),\nas an upload does, and print the tool list.",
+		Args:  positionals([]string{"PACKAGE"}, 1, 1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			lim, err := l.limits()
+			if err != nil {
+				return usageErr(cmd, "%v", err)
+			}
+			return status(runDiscover(a.ctx, a.e, &h, lim, args[0]))
+		},
 	}
-	rt, code := openRuntime(ctx, e, &o)
-	if rt == nil {
-		return code
-	}
-	defer rt.Close(ctx)
-	pkg, err := rt.Load(ctx, rest[0])
+	h.register(cmd, true)
+	h.registerTrace(cmd)
+	l.register(cmd, "wall-clock limit of the discovery run, e.g. 30s (default 10s, as at upload)")
+	return cmd
+}
+
+func runDiscover(ctx context.Context, e *env, h *hostFlags, lim limits.Limits, path string) int {
+	rt, closeRT, err := h.openRuntime(ctx, e, lim, path)
 	if err != nil {
-		return reportPackageError(e, &o, err)
+		return fail(e, "%v", err)
+	}
+	defer closeRT()
+	pkg, err := rt.Load(ctx, path)
+	if err != nil {
+		return reportPackageError(e, h, err)
 	}
 	defer pkg.Close(ctx)
-	if o.json {
+	if h.json {
 		return writeJSON(e, packageReport{OK: true, Tools: pkg.Tools()})
 	}
 	printTools(e.stdout, pkg)
@@ -115,7 +159,7 @@ func printTools(w io.Writer, pkg *runtime.Package) {
 
 // reportPackageError prints a rejection (exit 4), a discovery crash (exit 3)
 // or a host error (exit 2).
-func reportPackageError(e *env, o *options, err error) int {
+func reportPackageError(e *env, h *hostFlags, err error) int {
 	var rej *runtime.RejectedError
 	if !errors.As(err, &rej) {
 		return fail(e, "%v", err)
@@ -124,7 +168,7 @@ func reportPackageError(e *env, o *options, err error) int {
 	if rej.Crash != nil {
 		code = exitCrashed
 	}
-	if o.json {
+	if h.json {
 		writeJSON(e, packageReport{Rejection: rej.Rejections, Crash: rej.Crash})
 		return code
 	}
@@ -149,18 +193,10 @@ func printStderr(w io.Writer, tail string) {
 	}
 }
 
-// openRuntime creates the runtime from the flags; a nil runtime comes with
-// the exit status to return.
-func openRuntime(ctx context.Context, e *env, o *options) (*runtime.Runtime, int) {
-	cfg, err := newRuntimeConfig(o, e)
-	if err != nil {
-		return nil, fail(e, "%v", err)
-	}
-	rt, err := runtime.New(ctx, cfg)
-	if err != nil {
-		return nil, fail(e, "%v", err)
-	}
-	return rt, exitOK
+// usageErr is a usage error found after parsing (a flag value that only
+// the combination of flags makes wrong).
+func usageErr(cmd *cobra.Command, format string, a ...any) error {
+	return &usageError{cmd: cmd.CommandPath(), msg: fmt.Sprintf(format, a...)}
 }
 
 func writeJSON(e *env, v any) int {
@@ -173,14 +209,6 @@ func writeJSON(e *env, v any) int {
 	return exitOK
 }
 
-// flagExit maps a flag parsing error to the exit status: --help is not an error.
-func flagExit(err error) int {
-	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
-	}
-	return exitUsage
-}
-
 func compact(raw json.RawMessage) string {
 	var b bytes.Buffer
 	if err := json.Compact(&b, raw); err != nil {
@@ -190,14 +218,14 @@ func compact(raw json.RawMessage) string {
 }
 
 // readArgs reads ARGS_JSON from the argument, --args-file FILE, or stdin.
-func readArgs(e *env, o *options, rest []string) (json.RawMessage, error) {
+func readArgs(e *env, argsFile string, rest []string) (json.RawMessage, error) {
 	switch {
-	case o.argsFile != "" && len(rest) > 0:
+	case argsFile != "" && len(rest) > 0:
 		return nil, errors.New("give ARGS_JSON or --args-file, not both")
-	case o.argsFile == "-":
+	case argsFile == "-":
 		return io.ReadAll(e.stdin)
-	case o.argsFile != "":
-		return os.ReadFile(o.argsFile)
+	case argsFile != "":
+		return os.ReadFile(argsFile)
 	case len(rest) > 0:
 		return json.RawMessage(rest[0]), nil
 	}

@@ -8,6 +8,7 @@
 //	subako-runner run MODULE [ARG...]
 //	subako-runner check PACKAGE
 //	subako-runner version
+//	subako-runner completion bash|zsh|fish
 //
 // Exit status: 0 success, 1 tool error, 2 usage or host error, 3 the module
 // crashed, 4 the package was rejected. See docs/cli.md.

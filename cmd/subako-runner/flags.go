@@ -2,15 +2,19 @@ package main
 
 import (
 	"context"
-	"flag"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"math"
+	"math/big"
 	"net/netip"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
+	"time"
 
+	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
@@ -19,192 +23,213 @@ import (
 	"github.com/subako/subako-runner/runtime"
 )
 
-// options are the flags of every command; each command registers the ones
-// that apply to it.
-type options struct {
+// hostFlags are the flags of every command that runs the host: logging,
+// the compilation cache, progress and the wire trace.
+type hostFlags struct {
 	json      bool
 	logLevel  string
 	logFormat string
 	noCache   bool
-
-	memory  string
-	fuel    string
-	timeout string
-	// timeoutIsDiscovery makes --timeout bound discovery (the discover
-	// command) instead of only the call.
-	timeoutIsDiscovery bool
-
-	tmp      string
-	keepTmp  bool
-	data     string
-	skills   string
-	argsFile string
-
-	allowHosts   multiFlag
-	credentials  multiFlag
-	resolves     multiFlag
-	allowPrivate optionalFlag
-
-	dirs multiFlag
-	envs multiFlag
+	quiet     bool
+	trace     string // "-" for stderr
 }
 
-// multiFlag is a repeatable string flag.
-type multiFlag []string
-
-func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
-func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
-
-// optionalFlag is a flag that may stand alone (--allow-private) or take a
-// value (--allow-private=127.0.0.2/32).
-type optionalFlag struct {
-	set   bool
-	value string
-}
-
-func (o *optionalFlag) String() string { return o.value }
-func (o *optionalFlag) Set(v string) error {
-	o.set = true
-	if v != "true" {
-		o.value = v
+// register adds the flags; withJSON adds --json too.
+func (h *hostFlags) register(cmd *cobra.Command, withJSON bool) {
+	fs := cmd.Flags()
+	if withJSON {
+		fs.BoolVar(&h.json, "json", false, "print one JSON document on stdout instead of human output")
 	}
-	return nil
-}
-func (o *optionalFlag) IsBoolFlag() bool { return true }
-
-func newFlagSet(e *env, name, argsUsage, summary string) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(e.stderr, "Usage: subako-runner %s [FLAGS] %s\n\n%s\n\nFlags:\n", name, argsUsage, summary)
-		fs.PrintDefaults()
-	}
-	return fs
-}
-
-func (o *options) addOutput(fs *flag.FlagSet) {
-	fs.BoolVar(&o.json, "json", false, "print one JSON document on stdout instead of human output")
-	fs.StringVar(&o.logLevel, "log-level", "warn", "log level of the host itself: debug, info, warn, error")
-	fs.StringVar(&o.logFormat, "log-format", "console", "log format of the host itself: console or json")
-	o.addCache(fs)
-}
-
-// addCache registers --no-cache. By default compiled machine code is kept
-// in the user's cache directory, so a second run of the same module skips
-// compilation (seconds for a large Go module).
-func (o *options) addCache(fs *flag.FlagSet) {
-	fs.BoolVar(&o.noCache, "no-cache", false, "do not keep compiled modules in the user cache directory")
-}
-
-func (o *options) addLimits(fs *flag.FlagSet) {
-	fs.StringVar(&o.memory, "memory", "", "memory limit, e.g. 256MiB (default 256MiB)")
-	fs.StringVar(&o.fuel, "fuel", "", "fuel budget in instructions; 0 = unlimited")
-	fs.StringVar(&o.timeout, "timeout", "", "wall-clock limit of the call, e.g. 30s (default 60s)")
-}
-
-func (o *options) addVolumes(fs *flag.FlagSet) {
-	fs.StringVar(&o.tmp, "tmp", "", "use `DIR` as /volume/tmp (default: a fresh temporary directory, removed afterwards)")
-	fs.BoolVar(&o.keepTmp, "keep-tmp", false, "keep the temporary /volume/tmp and print its path")
-	fs.StringVar(&o.data, "data", "", "mount `DIR` as /volume/data")
-	fs.StringVar(&o.skills, "skills", "", "`DIR`'s subdirectories are skills: mount DIR at /skills and each at /skills/<name>")
-}
-
-func (o *options) addNetwork(fs *flag.FlagSet) {
-	fs.Var(&o.allowHosts, "allow-host", "add an allowlist `PATTERN` (host, *.domain, optionally :port); repeatable")
-	fs.Var(&o.credentials, "credential", "`PATTERN=HEADER:VALUE`: the entry PATTERN injects HEADER; VALUE may be env:NAME; repeatable")
-	fs.Var(&o.resolves, "resolve", "`HOST:PORT:ADDR[,ADDR...]`: answer DNS for HOST:PORT with these addresses; repeatable")
-	fs.Var(&o.allowPrivate, "allow-private", "local testing: without a value turn off the destination check; with `CIDR[,CIDR...]` let only those ranges through")
+	fs.StringVar(&h.logLevel, "log-level", "warn", "log `LEVEL` of the host itself: debug, info, warn, error")
+	fs.StringVar(&h.logFormat, "log-format", "console", "log `FORMAT` of the host itself: console or json")
+	fs.BoolVar(&h.noCache, "no-cache", false, "do not keep compiled modules in the user cache directory")
+	fs.BoolVarP(&h.quiet, "quiet", "q", false, "no progress line on a terminal")
 }
 
 // logger builds the host's zap logger from --log-level and --log-format.
-func (o *options) logger(w io.Writer) (*zap.Logger, error) {
-	level, err := zapcore.ParseLevel(o.logLevel)
+func (h *hostFlags) logger(w io.Writer) (*zap.Logger, error) {
+	level, err := zapcore.ParseLevel(h.logLevel)
 	if err != nil {
 		return nil, fmt.Errorf("--log-level: %v", err)
 	}
 	encCfg := zap.NewProductionEncoderConfig()
 	encCfg.EncodeTime = zapcore.ISO8601TimeEncoder
 	var enc zapcore.Encoder
-	switch o.logFormat {
+	switch h.logFormat {
 	case "json":
 		enc = zapcore.NewJSONEncoder(encCfg)
 	case "console":
 		encCfg.EncodeLevel = zapcore.CapitalLevelEncoder
 		enc = zapcore.NewConsoleEncoder(encCfg)
 	default:
-		return nil, fmt.Errorf("--log-format must be console or json, not %q", o.logFormat)
+		return nil, fmt.Errorf("--log-format must be console or json, not %q", h.logFormat)
 	}
 	return zap.New(zapcore.NewCore(enc, zapcore.AddSync(w), level)), nil
 }
 
-// limits applies --memory, --fuel and --timeout to the defaults.
-func (o *options) limits() (limits.Limits, error) {
-	l := limits.Default()
-	if o.memory != "" {
-		n, err := limits.ParseSize(o.memory)
-		if err != nil {
-			return l, fmt.Errorf("--memory: %v", err)
-		}
-		l.Memory = n
-	}
-	if o.fuel != "" {
-		n, err := strconv.ParseUint(o.fuel, 10, 64)
-		if err != nil {
-			return l, fmt.Errorf("--fuel: %q is not a whole number of instructions", o.fuel)
-		}
-		l.Fuel = n
-	}
-	if o.timeout != "" {
-		d, err := limits.ParseDuration(o.timeout)
-		if err != nil {
-			return l, fmt.Errorf("--timeout: %v", err)
-		}
-		if d == 0 {
-			return l, fmt.Errorf("--timeout must be above zero")
-		}
-		l.CallTimeout = d
-		if o.timeoutIsDiscovery {
-			l.DiscoveryTimeout = d
-		}
-	}
-	return l, l.Validate()
+// registerTrace adds --trace (discover, call, check, mcp).
+func (h *hostFlags) registerTrace(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&h.trace, "trace", "", "write every line the host and the module exchange, timestamped, on stderr (or with =FILE to FILE)")
+	cmd.Flags().Lookup("trace").NoOptDefVal = "-"
 }
 
-// policy builds the network policy from the network flags, warning on
-// stderr when the destination check is loosened.
-func (o *options) policy(e *env) (*subakohttp.Policy, error) {
-	cfg := subakohttp.PolicyConfig{Allow: o.allowHosts}
-	for _, c := range o.credentials {
-		pattern, header, value, err := subakohttp.ParseCredentialFlag(c)
+// runtimeConfig builds the runtime configuration from the flags. path
+// names the package or module in the progress line. The returned function
+// releases what the configuration opened (a --trace file).
+func (h *hostFlags) runtimeConfig(e *env, lim limits.Limits, path string) (runtime.Config, func(), error) {
+	log, err := h.logger(e.stderr)
+	if err != nil {
+		return runtime.Config{}, nil, err
+	}
+	cfg := runtime.Config{Logger: log, Limits: &lim}
+	if !h.noCache {
+		if dir, err := os.UserCacheDir(); err == nil {
+			cfg.CompilationCacheDir = filepath.Join(dir, "subako-runner", "compiled")
+		}
+	}
+	release := func() {}
+	switch h.trace {
+	case "":
+	case "-":
+		cfg.Trace = (&tracer{w: e.stderr}).event
+	default:
+		f, err := os.Create(h.trace)
 		if err != nil {
-			return nil, fmt.Errorf("--credential: %v", err)
+			return runtime.Config{}, nil, fmt.Errorf("--trace: %v", err)
+		}
+		cfg.Trace = (&tracer{w: f}).event
+		release = func() { f.Close() }
+	}
+	// The status line only on a terminal, and not over a trace on stderr.
+	var statusTo io.Writer
+	if !h.quiet && h.trace != "-" && e.terminal(e.stderr) {
+		statusTo = e.stderr
+	}
+	cfg.Progress = newProgress(statusTo, log, path, cfg.CompilationCacheDir).event
+	return cfg, release, nil
+}
+
+// openRuntime creates the runtime from the flags; close releases it and
+// what the flags opened.
+func (h *hostFlags) openRuntime(ctx context.Context, e *env, lim limits.Limits, path string) (rt *runtime.Runtime, close func(), err error) {
+	cfg, release, err := h.runtimeConfig(e, lim, path)
+	if err != nil {
+		return nil, nil, err
+	}
+	rt, err = runtime.New(ctx, cfg)
+	if err != nil {
+		release()
+		return nil, nil, err
+	}
+	return rt, func() { rt.Close(ctx); release() }, nil
+}
+
+// limitFlags are --memory, --fuel and --timeout.
+type limitFlags struct {
+	memory  sizeValue
+	fuel    fuelValue
+	timeout durationValue
+	// timeoutIsDiscovery makes --timeout bound discovery (the discover
+	// command) instead of only the call.
+	timeoutIsDiscovery bool
+}
+
+func (l *limitFlags) register(cmd *cobra.Command, timeoutUsage string) {
+	fs := cmd.Flags()
+	fs.Var(&l.memory, "memory", "memory limit of one instance, e.g. 256MiB (default 256MiB)")
+	fs.Var(&l.fuel, "fuel", "fuel budget in instructions: 100000000000, 1e11, 10^11 or 100G; 0 = unlimited (default 1e11)")
+	if timeoutUsage == "" {
+		timeoutUsage = "wall-clock limit of the call, e.g. 30s (default 60s)"
+	}
+	fs.Var(&l.timeout, "timeout", timeoutUsage)
+}
+
+// limits applies the flags to the defaults.
+func (l *limitFlags) limits() (limits.Limits, error) {
+	lim := limits.Default()
+	if l.memory.set {
+		lim.Memory = l.memory.n
+	}
+	if l.fuel.set {
+		lim.Fuel = l.fuel.n
+	}
+	if l.timeout.set {
+		lim.CallTimeout = l.timeout.d
+		if l.timeoutIsDiscovery {
+			lim.DiscoveryTimeout = l.timeout.d
+		}
+	}
+	return lim, lim.Validate()
+}
+
+// volumeFlags are the mounts of a call.
+type volumeFlags struct {
+	tmp     string
+	keepTmp bool
+	data    string
+	skills  string
+}
+
+func (v *volumeFlags) register(cmd *cobra.Command) {
+	fs := cmd.Flags()
+	fs.StringVar(&v.tmp, "tmp", "", "use `DIR` as /volume/tmp (default: a fresh temporary directory, removed afterwards)")
+	fs.BoolVar(&v.keepTmp, "keep-tmp", false, "keep the temporary /volume/tmp and print its path")
+	fs.StringVar(&v.data, "data", "", "mount `DIR` as /volume/data")
+	fs.StringVar(&v.skills, "skills", "", "`DIR`'s subdirectories are skills: mount DIR at /skills and each at /skills/<name>")
+}
+
+// networkFlags are the network policy of a call or a run.
+type networkFlags struct {
+	allowHosts   []string
+	credentials  []string
+	resolves     []string
+	allowPrivate allowPrivateValue
+}
+
+func (n *networkFlags) register(cmd *cobra.Command) {
+	fs := cmd.Flags()
+	fs.Var(&repeated{&n.allowHosts, "PATTERN"}, "allow-host", "add an allowlist entry: host, *.domain or IP address, optionally :port; repeatable")
+	fs.Var(&repeated{&n.credentials, "PATTERN=HEADER:VALUE"}, "credential", "requests the entry PATTERN allows carry HEADER: VALUE; VALUE may be env:NAME; repeatable")
+	fs.Var(&repeated{&n.resolves, "HOST:PORT:ADDR[,ADDR...]"}, "resolve", "answer DNS for HOST:PORT with these addresses (as curl); repeatable")
+	fs.Var(&n.allowPrivate, "allow-private", "local testing: let CIDR[,CIDR...] through the destination check (--allow-private 127.0.0.1/32);\nalone (or =all), turn the check off")
+	fs.Lookup("allow-private").NoOptDefVal = "all"
+}
+
+// policy builds the network policy from the flags, warning on stderr when
+// the destination check is loosened.
+func (n *networkFlags) policy(e *env) (*subakohttp.Policy, error) {
+	cfg := subakohttp.PolicyConfig{Allow: n.allowHosts}
+	for _, c := range n.credentials {
+		pattern, header, value, err := parseCredential(c)
+		if err != nil {
+			return nil, err
 		}
 		cfg.Credentials = append(cfg.Credentials, subakohttp.Credential{Pattern: pattern, Header: header, Value: credentialValue(e, value)})
 	}
-	for _, r := range o.resolves {
-		hostport, addrs, err := subakohttp.ParseResolve(r)
+	for _, r := range n.resolves {
+		hostport, addrs, err := parseResolve(r)
 		if err != nil {
-			return nil, fmt.Errorf("--resolve: %v", err)
+			return nil, err
 		}
 		if cfg.Resolve == nil {
 			cfg.Resolve = map[string][]netip.Addr{}
 		}
 		cfg.Resolve[hostport] = append(cfg.Resolve[hostport], addrs...)
 	}
-	if o.allowPrivate.set {
-		if o.allowPrivate.value == "" {
+	if n.allowPrivate.set {
+		if n.allowPrivate.all {
 			cfg.DisableDestinationCheck = true
 			fmt.Fprintln(e.stderr, "subako-runner: WARNING: --allow-private turns off the destination check: the module may reach any address, private ones included")
 		} else {
-			prefixes, err := subakohttp.ParseAllowPrivate(o.allowPrivate.value)
-			if err != nil {
-				return nil, fmt.Errorf("--allow-private: %v", err)
-			}
-			cfg.AllowPrivate = prefixes
-			fmt.Fprintf(e.stderr, "subako-runner: WARNING: --allow-private lets the module reach %s\n", o.allowPrivate.value)
+			cfg.AllowPrivate = n.allowPrivate.prefixes
+			fmt.Fprintf(e.stderr, "subako-runner: WARNING: --allow-private lets the module reach %s\n", n.allowPrivate.String())
 		}
 	}
-	return subakohttp.NewPolicy(cfg)
+	p, err := subakohttp.NewPolicy(cfg)
+	if err != nil {
+		return nil, errors.New(strings.TrimPrefix(err.Error(), "subakohttp: "))
+	}
+	return p, nil
 }
 
 // credentialValue reads VALUE at request time: env:NAME from the
@@ -219,35 +244,200 @@ func credentialValue(e *env, value string) func(context.Context) (string, bool) 
 	return func(context.Context) (string, bool) { return value, true }
 }
 
-// parseArgs parses flags, then positional arguments; flags come
-// before positional arguments and "--" ends them (cli.md).
-func parseArgs(fs *flag.FlagSet, args []string, min, max int) ([]string, error) {
-	if err := fs.Parse(args); err != nil {
-		return nil, err
-	}
-	rest := fs.Args()
-	if len(rest) < min || (max >= 0 && len(rest) > max) {
-		fs.Usage()
-		return nil, fmt.Errorf("wrong number of arguments")
-	}
-	return rest, nil
+// callFlags are the flags of a tool call (call, and the MCP server's
+// calls): volumes, network and limits.
+type callFlags struct {
+	volumes volumeFlags
+	network networkFlags
+	limits  limitFlags
 }
 
-// newRuntimeConfig builds the runtime configuration from the flags.
-func newRuntimeConfig(o *options, e *env) (runtime.Config, error) {
-	lim, err := o.limits()
+// register adds every call flag to cmd.
+func (c *callFlags) register(cmd *cobra.Command) {
+	c.limits.register(cmd, "")
+	c.volumes.register(cmd)
+	c.network.register(cmd)
+}
+
+// request builds the call request of tool from the flags.
+func (c *callFlags) request(e *env, tool string, arguments json.RawMessage) (runtime.CallRequest, error) {
+	lim, err := c.limits.limits()
 	if err != nil {
-		return runtime.Config{}, err
+		return runtime.CallRequest{}, err
 	}
-	log, err := o.logger(e.stderr)
+	policy, err := c.network.policy(e)
 	if err != nil {
-		return runtime.Config{}, err
+		return runtime.CallRequest{}, err
 	}
-	cfg := runtime.Config{Logger: log, Limits: &lim}
-	if !o.noCache {
-		if dir, err := os.UserCacheDir(); err == nil {
-			cfg.CompilationCacheDir = filepath.Join(dir, "subako-runner", "compiled")
+	return runtime.CallRequest{
+		Tool: tool, Arguments: arguments,
+		Tmp: c.volumes.tmp, Data: c.volumes.data, Skills: c.volumes.skills,
+		Network: policy, Limits: &lim,
+	}, nil
+}
+
+// repeated is a repeatable string flag; placeholder is what help shows
+// after the flag's name.
+type repeated struct {
+	vals        *[]string
+	placeholder string
+}
+
+func (r *repeated) String() string     { return strings.Join(*r.vals, ",") }
+func (r *repeated) Type() string       { return r.placeholder }
+func (r *repeated) Set(v string) error { *r.vals = append(*r.vals, v); return nil }
+
+// sizeValue is a --memory value.
+type sizeValue struct {
+	set  bool
+	n    int64
+	text string
+}
+
+func (v *sizeValue) String() string { return v.text }
+func (v *sizeValue) Type() string   { return "SIZE" }
+func (v *sizeValue) Set(s string) error {
+	n, err := limits.ParseSize(s)
+	if err != nil {
+		return err
+	}
+	v.set, v.n, v.text = true, n, s
+	return nil
+}
+
+// fuelValue is a --fuel value.
+type fuelValue struct {
+	set  bool
+	n    uint64
+	text string
+}
+
+func (v *fuelValue) String() string { return v.text }
+func (v *fuelValue) Type() string   { return "N" }
+func (v *fuelValue) Set(s string) error {
+	n, err := parseFuel(s)
+	if err != nil {
+		return err
+	}
+	v.set, v.n, v.text = true, n, s
+	return nil
+}
+
+// fuelSuffixes are decimal, as fuel counts instructions, not bytes.
+var fuelSuffixes = []struct {
+	suffix string
+	mult   int64
+}{{"k", 1e3}, {"K", 1e3}, {"M", 1e6}, {"G", 1e9}, {"T", 1e12}}
+
+// parseFuel reads a number of instructions: digits (with _ separators),
+// scientific notation (1e9, 2.5e10), a power of ten (10^9) or a decimal
+// suffix (k, M, G, T). It must be a whole number that fits 64 bits.
+func parseFuel(s string) (uint64, error) {
+	t := strings.ReplaceAll(strings.TrimSpace(s), "_", "")
+	bad := fmt.Errorf("not a whole number of instructions (write 1000000000, 1e9, 10^9 or 1G)")
+	if t == "" || strings.HasPrefix(t, "-") || strings.HasPrefix(t, "+") {
+		return 0, bad
+	}
+	mult := big.NewRat(1, 1)
+	if base, exp, ok := strings.Cut(t, "^"); ok {
+		b, ok1 := new(big.Int).SetString(base, 10)
+		e, ok2 := new(big.Int).SetString(exp, 10)
+		if !ok1 || !ok2 || e.Sign() < 0 || e.Cmp(big.NewInt(64)) > 0 {
+			return 0, bad
+		}
+		return fitUint64(new(big.Rat).SetInt(new(big.Int).Exp(b, e, nil)), bad)
+	}
+	for _, u := range fuelSuffixes {
+		if num, ok := strings.CutSuffix(t, u.suffix); ok {
+			t, mult = num, big.NewRat(u.mult, 1)
+			break
 		}
 	}
-	return cfg, nil
+	if strings.ContainsAny(t, "xXpP") || strings.EqualFold(t, "inf") || strings.EqualFold(t, "nan") {
+		return 0, bad
+	}
+	if i := strings.IndexAny(t, "eE"); i >= 0 {
+		// big.Rat reads exponents exactly; cap them so 1e999999999 cannot
+		// make it build a huge number.
+		var e int
+		if _, err := fmt.Sscan(t[i+1:], &e); err != nil || e > 30 || e < -30 {
+			return 0, bad
+		}
+	}
+	r, ok := new(big.Rat).SetString(t)
+	if !ok {
+		return 0, bad
+	}
+	return fitUint64(r.Mul(r, mult), bad)
+}
+
+func fitUint64(r *big.Rat, bad error) (uint64, error) {
+	if !r.IsInt() || r.Sign() < 0 {
+		return 0, bad
+	}
+	n := r.Num()
+	if !n.IsUint64() {
+		return 0, fmt.Errorf("more than %d instructions", uint64(math.MaxUint64))
+	}
+	return n.Uint64(), nil
+}
+
+// durationValue is a --timeout value; zero is refused.
+type durationValue struct {
+	set  bool
+	d    time.Duration
+	text string
+}
+
+func (v *durationValue) String() string { return v.text }
+func (v *durationValue) Type() string   { return "DURATION" }
+func (v *durationValue) Set(s string) error {
+	d, err := limits.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	if d == 0 {
+		return errors.New("must be above zero")
+	}
+	v.set, v.d, v.text = true, d, s
+	return nil
+}
+
+// allowPrivateValue is --allow-private: alone (or =all) it turns the
+// destination check off; with CIDR[,CIDR...] it lets those ranges through.
+type allowPrivateValue struct {
+	set      bool
+	all      bool
+	prefixes []netip.Prefix
+	text     string
+}
+
+func (v *allowPrivateValue) String() string { return v.text }
+
+// Type is empty so help shows the flag as --allow-private[=all]; the
+// usage text names the CIDR form.
+func (v *allowPrivateValue) Type() string { return "" }
+func (v *allowPrivateValue) Set(s string) error {
+	if s == "all" {
+		v.set, v.all, v.text = true, true, s
+		return nil
+	}
+	ps, err := parseAllowPrivate(s)
+	if err != nil {
+		return err
+	}
+	v.set, v.prefixes = true, append(v.prefixes, ps...)
+	if v.text != "" {
+		v.text += ","
+	}
+	v.text += s
+	return nil
+}
+
+// acceptsWord takes the next word as the value only when it parses as a
+// CIDR list: `--allow-private 127.0.0.1/32 pkg` reads the range, while
+// `--allow-private pkg` leaves pkg a positional argument.
+func (v *allowPrivateValue) acceptsWord(w string) bool {
+	_, err := parseAllowPrivate(w)
+	return err == nil
 }

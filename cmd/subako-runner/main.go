@@ -2,11 +2,15 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
+
+	"github.com/spf13/cobra"
 )
 
 // Exit statuses of cli.md.
@@ -24,23 +28,16 @@ type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	getenv         func(string) string
+	// isTerminal says whether w is a terminal; nil means the real check
+	// (tests inject one to drive the progress line).
+	isTerminal func(w io.Writer) bool
 }
 
-type command struct {
-	name    string
-	summary string
-	run     func(ctx context.Context, e *env, args []string) int
-}
-
-func commands() []command {
-	return []command{
-		{"validate", "check a package against the upload rules of ABI 1", runValidate},
-		{"discover", "validate, then discover the package's tools", runDiscover},
-		{"call", "validate, discover, then call one tool and print the model view", runCall},
-		{"check", "run the conformance suite on a package and report every checklist item", runCheck},
-		{"run", "run a module as a plain WASI preview 1 command (with subako_http)", runRun},
-		{"version", "print the version, ABI and MCP revision", runVersion},
+func (e *env) terminal(w io.Writer) bool {
+	if e.isTerminal != nil {
+		return e.isTerminal(w)
 	}
+	return isTerminal(w)
 }
 
 func main() {
@@ -50,35 +47,83 @@ func main() {
 	os.Exit(code)
 }
 
+// exitStatus is a command's exit status once it has written its output.
+type exitStatus int
+
+func (s exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(s)) }
+
+// status turns a command's exit status into RunE's error.
+func status(code int) error {
+	if code == exitOK {
+		return nil
+	}
+	return exitStatus(code)
+}
+
+// usageError is a mistake on the command line: reported as one line plus a
+// hint to the command's --help, exit status 2.
+type usageError struct {
+	cmd string // the command path, e.g. "subako-runner call"
+	msg string
+}
+
+func (u *usageError) Error() string { return u.msg }
+
 func mainWith(ctx context.Context, e *env, args []string) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		usage(e.stdout)
-		if len(args) == 0 {
-			return exitUsage
-		}
+	root := newRootCmd(ctx, e)
+	root.SetArgs(normalizeArgs(root, args))
+	err := root.ExecuteContext(ctx)
+	if err == nil {
 		return exitOK
 	}
-	for _, c := range commands() {
-		if c.name == args[0] {
-			return c.run(ctx, e, args[1:])
+	var st exitStatus
+	if errors.As(err, &st) {
+		return int(st)
+	}
+	var u *usageError
+	cmdPath := root.Name()
+	if errors.As(err, &u) {
+		cmdPath = u.cmd
+	}
+	// Cobra's own errors (an unknown command) may carry suggestions on
+	// further lines; the contract is one line.
+	msg := err.Error()
+	if first, rest, ok := strings.Cut(msg, "\n"); ok {
+		msg = first
+		if s := suggestion(rest); s != "" {
+			msg += " (did you mean " + s + "?)"
 		}
 	}
-	fmt.Fprintf(e.stderr, "subako-runner: unknown command %q\n\n", args[0])
-	usage(e.stderr)
+	fmt.Fprintf(e.stderr, "subako-runner: %s\nRun '%s --help' for usage.\n", msg, cmdPath)
 	return exitUsage
 }
 
-func usage(w io.Writer) {
-	fmt.Fprintln(w, "subako-runner — the host of Subako ABI 1 packages (WASI preview 1 MCP servers)")
-	fmt.Fprintln(w, "\nUsage: subako-runner COMMAND [FLAGS] ARGS...\n\nCommands:")
-	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
+// suggestion picks the command cobra suggests ("Did you mean this?\n\tx").
+func suggestion(rest string) string {
+	for _, l := range strings.Split(rest, "\n") {
+		if strings.HasPrefix(l, "\t") {
+			return strings.TrimSpace(l)
+		}
 	}
-	fmt.Fprintln(w, "\nRun 'subako-runner COMMAND --help' for a command's flags.")
-	fmt.Fprintln(w, "Exit status: 0 ok, 1 tool error, 2 usage or host error, 3 module crashed, 4 package rejected.")
+	return ""
 }
 
+// fail reports a host error (or a bad flag value found after parsing) as
+// one stderr line; exit status 2.
 func fail(e *env, format string, a ...any) int {
 	fmt.Fprintf(e.stderr, "subako-runner: "+format+"\n", a...)
 	return exitUsage
+}
+
+// commandConstructors lists every command; adding a command is adding its
+// file and its constructor here.
+func commandConstructors() []func(*app) *cobra.Command {
+	return []func(*app) *cobra.Command{
+		newValidateCmd,
+		newDiscoverCmd,
+		newCallCmd,
+		newCheckCmd,
+		newRunCmd,
+		newVersionCmd,
+	}
 }

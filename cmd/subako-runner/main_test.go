@@ -57,10 +57,10 @@ func TestUsageAndVersion(t *testing.T) {
 	if m := decode(t, out); code != 0 || m["abi"] != float64(1) || m["mcp"] != "2026-07-28" {
 		t.Errorf("version --json: %v", m)
 	}
-	for _, c := range []string{"validate", "discover", "call", "run", "version"} {
-		code, _, errOut := cli(t, "", c, "--help")
-		if code != 0 || !strings.Contains(errOut, "Usage: subako-runner "+c) {
-			t.Errorf("%s --help: exit %d, %q", c, code, errOut)
+	for _, c := range []string{"validate", "discover", "call", "run", "version", "check"} {
+		code, out, errOut := cli(t, "", c, "--help")
+		if code != 0 || !strings.Contains(out, "Usage:\n  subako-runner "+c) || errOut != "" {
+			t.Errorf("%s --help: exit %d, stdout %q, stderr %q", c, code, out, errOut)
 		}
 	}
 	for _, args := range [][]string{{"validate"}, {"call", "x"}, {"call", "--memory", "lots", "a", "b"}, {"call", "--timeout", "-1s", "a", "b"}, {"discover", "--bogus", "x"}} {

@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+
+	"github.com/spf13/cobra"
 
 	"github.com/subako/subako-runner/fsmount"
 	"github.com/subako/subako-runner/runtime"
@@ -16,47 +19,78 @@ import (
 // fuel or time, as `wasmtime run` exits on a trap.
 const exitTrap = 134
 
-func runRun(ctx context.Context, e *env, args []string) int {
-	var o options
-	fs := newFlagSet(e, "run", "MODULE [ARG...]", "Run MODULE as a plain WASI preview 1 command under the subako host (our WASI layer,\nsubako_http, the limits), with stdin, stdout and stderr passed through. The exit\nstatus is the module's; a trap or running out of memory, fuel or time exits 134.\nOnly the directories named by --tmp, --data, --skills and --dir are preopened, in\nthat order.")
-	fs.StringVar(&o.logLevel, "log-level", "warn", "log level of the host itself")
-	fs.StringVar(&o.logFormat, "log-format", "console", "log format of the host itself: console or json")
-	o.addCache(fs)
-	o.addLimits(fs)
-	fs.StringVar(&o.tmp, "tmp", "", "mount `DIR` as /volume/tmp")
-	fs.StringVar(&o.data, "data", "", "mount `DIR` as /volume/data")
-	fs.StringVar(&o.skills, "skills", "", "mount `DIR` at /skills and each subdirectory at /skills/<name>")
-	fs.Var(&o.dirs, "dir", "`HOST[::GUEST]`: an extra preopen (repeatable), like wasmtime run --dir")
-	fs.Var(&o.envs, "env", "`NAME=VALUE`: an environment variable for the module (repeatable)")
-	o.addNetwork(fs)
-	rest, err := parseArgs(fs, args, 1, -1)
-	if err != nil {
-		return flagExit(err)
+// runFlags are run's own flags besides the host, limit and network ones.
+type runFlags struct {
+	tmp, data, skills string
+	dirs              []string
+	envs              []string
+	relativeDir       bool // a --dir had a relative guest path
+}
+
+func newRunCmd(a *app) *cobra.Command {
+	var h hostFlags
+	var l limitFlags
+	var n networkFlags
+	var r runFlags
+	cmd := &cobra.Command{
+		Use:   "run [flags] MODULE [ARG...]",
+		Short: "run a module as a plain WASI preview 1 command (with subako_http)",
+		Long: "Run MODULE as a plain WASI preview 1 command under the subako host (our WASI layer,\n" +
+			"subako_http, the limits), with stdin, stdout and stderr passed through. The exit\n" +
+			"status is the module's; a trap or running out of memory, fuel or time exits 134.\n" +
+			"Only the directories named by --tmp, --data, --skills and --dir are preopened, in\n" +
+			"that order. Flags end at MODULE: what follows is the module's argv.",
+		Args:        positionals([]string{"MODULE"}, 1, -1),
+		Annotations: map[string]string{stopAtFirstArg: "true"},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			mounts, err := runMounts(&r)
+			if err != nil {
+				return usageErr(cmd, "%v", err)
+			}
+			for _, kv := range r.envs {
+				if name, _, ok := strings.Cut(kv, "="); !ok || name == "" {
+					return usageErr(cmd, "--env %q: want NAME=VALUE", kv)
+				}
+			}
+			policy, err := n.policy(a.e)
+			if err != nil {
+				return usageErr(cmd, "%v", err)
+			}
+			lim, err := l.limits()
+			if err != nil {
+				return usageErr(cmd, "%v", err)
+			}
+			rt, closeRT, err := h.openRuntime(a.ctx, a.e, lim, args[0])
+			if err != nil {
+				return status(fail(a.e, "%v", err))
+			}
+			defer closeRT()
+			env := r.envs
+			if r.relativeDir && !slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "PWD=") }) {
+				env = append(slices.Clip(env), "PWD=/")
+			}
+			argv := append([]string{filepath.Base(args[0])}, args[1:]...)
+			return status(runModule(a.ctx, a.e, rt, args[0], runtime.Command{
+				Args: argv, Env: env, Mounts: mounts, Stdin: a.e.stdin, Stdout: a.e.stdout, Stderr: a.e.stderr,
+				Network: policy, Limits: &lim,
+			}))
+		},
 	}
-	mounts, err := runMounts(&o)
-	if err != nil {
-		return fail(e, "%v", err)
-	}
-	for _, kv := range o.envs {
-		if name, _, ok := strings.Cut(kv, "="); !ok || name == "" {
-			return fail(e, "--env %q: want NAME=VALUE", kv)
-		}
-	}
-	policy, err := o.policy(e)
-	if err != nil {
-		return fail(e, "%v", err)
-	}
-	rt, code := openRuntime(ctx, e, &o)
-	if rt == nil {
-		return code
-	}
-	defer rt.Close(ctx)
-	lim := rt.Limits()
-	argv := append([]string{filepath.Base(rest[0])}, rest[1:]...)
-	res, err := rt.RunCommand(ctx, rest[0], runtime.Command{
-		Args: argv, Env: o.envs, Mounts: mounts, Stdin: e.stdin, Stdout: e.stdout, Stderr: e.stderr,
-		Network: policy, Limits: &lim,
-	})
+	cmd.Flags().SetInterspersed(false)
+	h.register(cmd, false)
+	l.register(cmd, "")
+	fs := cmd.Flags()
+	fs.StringVar(&r.tmp, "tmp", "", "mount `DIR` as /volume/tmp")
+	fs.StringVar(&r.data, "data", "", "mount `DIR` as /volume/data")
+	fs.StringVar(&r.skills, "skills", "", "mount `DIR` at /skills and each subdirectory at /skills/<name>")
+	fs.Var(&repeated{&r.dirs, "HOST[::GUEST]"}, "dir", "an extra read-write preopen, like wasmtime run --dir; repeatable")
+	fs.Var(&repeated{&r.envs, "NAME=VALUE"}, "env", "an environment variable for the module; repeatable")
+	n.register(cmd)
+	return cmd
+}
+
+func runModule(ctx context.Context, e *env, rt *runtime.Runtime, module string, c runtime.Command) int {
+	res, err := rt.RunCommand(ctx, module, c)
 	if err != nil {
 		var rej *runtime.RejectedError
 		if errors.As(err, &rej) {
@@ -76,17 +110,18 @@ func runRun(ctx context.Context, e *env, args []string) int {
 
 // runMounts lists run's preopens: --tmp, --data, --skills in the ABI
 // order, then each --dir in the order given.
-func runMounts(o *options) ([]fsmount.Mount, error) {
-	layout := fsmount.Layout{Tmp: o.tmp, Data: o.data, Skills: o.skills}
+func runMounts(r *runFlags) ([]fsmount.Mount, error) {
+	layout := fsmount.Layout{Tmp: r.tmp, Data: r.data, Skills: r.skills}
 	mounts, err := layout.Mounts()
 	if err != nil {
 		return nil, err
 	}
-	for _, d := range o.dirs {
-		host, guest, err := parseDirFlag(d)
+	for _, d := range r.dirs {
+		host, guest, relative, err := parseDirFlag(d)
 		if err != nil {
 			return nil, err
 		}
+		r.relativeDir = r.relativeDir || relative
 		mounts = append(mounts, fsmount.Mount{Guest: guest, Host: host})
 	}
 	for _, m := range mounts {

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/subako/subako-runner/runtime"
+)
+
+// traceLineMax bounds what --trace shows of one line; the rest is counted.
+const traceLineMax = 4096
+
+// tracer writes the conversation of every instance, one event a line:
+//
+//	12:00:00.000123 #1 → {"jsonrpc":"2.0","id":"…","method":"server/discover",…}
+//	12:00:00.004567 #1 ← {"jsonrpc":"2.0","id":"…","result":{…}}
+//	12:00:00.004601 #1 stdin closed
+//	12:00:00.005002 #1 exited: exit code 0
+type tracer struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (t *tracer) event(e runtime.TraceEvent) {
+	var what string
+	switch e.Kind {
+	case runtime.TraceSend:
+		what = "→ " + boundLine(e.Line)
+	case runtime.TraceReceive:
+		what = "← " + boundLine(e.Line)
+	case runtime.TraceClose:
+		what = "stdin closed"
+	case runtime.TraceExit:
+		what = "exited: " + e.Exit
+	default:
+		what = string(e.Kind)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	fmt.Fprintf(t.w, "%s #%d %s\n", e.Time.Format("15:04:05.000000"), e.Instance, what)
+}
+
+// boundLine is the line, cut at traceLineMax bytes (on a character
+// boundary) with the full length said after it.
+func boundLine(line []byte) string {
+	if len(line) <= traceLineMax {
+		return string(line)
+	}
+	cut := traceLineMax
+	for cut > 0 && !utf8.RuneStart(line[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d bytes in all)", line[:cut], len(line))
+}
