@@ -35,6 +35,9 @@ type Options struct {
 	// Call is the template of every call: Tmp, Data, Skills, Network and
 	// Limits apply to each tools/call; Tool and Arguments are ignored.
 	Call runtime.CallRequest
+	// KeepTmp keeps each call's fresh /volume/tmp (when Call.Tmp is empty)
+	// instead of removing it with the call, and logs where it is.
+	KeepTmp bool
 	// PageSize is the number of tools per tools/list page; zero means
 	// DefaultPageSize.
 	PageSize int
@@ -240,7 +243,11 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 		s.log.Error("call failed in the host", zap.String("tool", cr.Tool), zap.Error(err))
 		return textResult(true, "subako-runner could not run the call: "+err.Error()), nil
 	}
-	defer res.Release()
+	if s.opts.KeepTmp {
+		s.log.Info("kept /volume/tmp", zap.String("tool", cr.Tool), zap.String("dir", res.TmpDir))
+	} else {
+		defer res.Release()
+	}
 	if res.Outcome == runtime.OutcomeCrashed {
 		return crashResult(res.Crash), nil
 	}
