@@ -405,7 +405,9 @@ func TestMCPStdioInProcess(t *testing.T) {
 	var stdout, stderr syncBuffer
 	e := &env{stdin: pr, stdout: &stdout, stderr: &stderr, getenv: func(string) string { return "" }}
 	done := make(chan int, 1)
-	go func() { done <- mainWith(context.Background(), e, []string{"mcp", "--no-cache", "../../testdata/packages/cgreet"}) }()
+	go func() {
+		done <- mainWith(context.Background(), e, []string{"mcp", "--no-cache", "../../testdata/packages/cgreet"})
+	}()
 	waitFor(t, func() bool { return strings.Count(stdout.String(), "\n") >= 2 })
 	pw.Close()
 	if code := <-done; code != exitOK {
