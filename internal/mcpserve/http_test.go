@@ -7,8 +7,13 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/zap"
+
+	"github.com/subako/subako-runner/limits"
+	"github.com/subako/subako-runner/runtime"
 )
 
 // TestHTTPRevisions: over Streamable HTTP a 2026-07-28 client is served
@@ -152,5 +157,50 @@ func TestCheckListenAddr(t *testing.T) {
 		if got != tc.want || (err == nil) != (tc.want != "") {
 			t.Errorf("CheckListenAddr(%q, %v) = %q, %v; want %q", tc.addr, tc.remote, got, err, tc.want)
 		}
+	}
+}
+
+// TestHTTPCancellation: over HTTP too, a call the client gives up on ends
+// its instance (a stateless 2026-07-28 call by its request closing or
+// notifications/cancelled; a session's by notifications/cancelled).
+func TestHTTPCancellation(t *testing.T) {
+	f := newFixture(t)
+	lim := limits.Default()
+	lim.CallTimeout = time.Hour
+	srv := New(f.load(t, misbehavePackage(t)), Options{Logger: f.log, Call: runtime.CallRequest{Limits: &lim}})
+	t.Cleanup(func() { srv.Close(context.Background()) })
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+	for _, version := range []string{"2026-07-28", "2025-11-25"} {
+		t.Run(version, func(t *testing.T) {
+			client := mcp.NewClient(&mcp.Implementation{Name: "mcpserve-http-test", Version: "1"}, nil)
+			cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: ts.URL}, &mcp.ClientSessionOptions{ProtocolVersion: version})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			started := f.logs.FilterMessage("module stderr").FilterField(zap.String("tool", "timeout_sleep")).Len()
+			ctx, cancel := context.WithCancel(context.Background())
+			errc := make(chan error, 1)
+			go func() {
+				_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "timeout_sleep", Arguments: map[string]any{}})
+				errc <- err
+			}()
+			waitFor(t, "the instance to start", func() bool {
+				return f.logs.FilterMessage("module stderr").FilterField(zap.String("tool", "timeout_sleep")).Len() > started
+			})
+			cancel()
+			if err := <-errc; err == nil {
+				t.Error("a cancelled call returned a result")
+			}
+			select {
+			case e := <-f.calls.ch:
+				if e.Tool != "timeout_sleep" {
+					t.Errorf("call event %+v", e)
+				}
+			case <-time.After(time.Minute):
+				t.Fatal("the cancelled call's instance did not end")
+			}
+		})
 	}
 }

@@ -57,6 +57,8 @@ type Server struct {
 	opts Options
 	sdk  *mcp.Server
 
+	swapMu sync.Mutex // serialises Swap, so the SDK's tool list follows the packages in order
+
 	mu     sync.Mutex
 	cur    *held
 	tools  map[string]bool // names registered with the SDK server
@@ -127,6 +129,8 @@ func (s *Server) Package() *runtime.Package {
 // the new one, and every connected client is sent
 // notifications/tools/list_changed. The Server owns pkg from now on.
 func (s *Server) Swap(ctx context.Context, pkg *runtime.Package) {
+	s.swapMu.Lock()
+	defer s.swapMu.Unlock()
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -145,7 +149,9 @@ func (s *Server) Swap(ctx context.Context, pkg *runtime.Package) {
 }
 
 // setTools makes the SDK server's tool list pkg's. The SDK batches the
-// changes into one list_changed notification per session.
+// changes into one list_changed notification per session. New tools go in
+// before old ones go out, so a tools/list in between sees a superset, never
+// a list missing a tool both versions have.
 func (s *Server) setTools(pkg *runtime.Package) {
 	next := map[string]bool{}
 	var add []*mcp.Tool
@@ -162,11 +168,11 @@ func (s *Server) setTools(pkg *runtime.Package) {
 	}
 	s.tools = next
 	s.mu.Unlock()
-	if len(gone) > 0 {
-		s.sdk.RemoveTools(gone...)
-	}
 	for _, t := range add {
 		s.sdk.AddTool(t, s.callTool)
+	}
+	if len(gone) > 0 {
+		s.sdk.RemoveTools(gone...)
 	}
 }
 
