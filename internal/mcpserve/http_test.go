@@ -2,8 +2,10 @@ package mcpserve
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"sync"
 	"testing"
@@ -203,4 +205,36 @@ func TestHTTPCancellation(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzCheckHost: whatever Host and Origin a request carries, the check
+// never panics, and a loopback-only server lets through only requests
+// whose Host names localhost or a loopback address.
+func FuzzCheckHost(f *testing.F) {
+	for _, seed := range [][2]string{
+		{"127.0.0.1:8080", ""}, {"localhost", "http://localhost:6274"}, {"[::1]:1", "null"},
+		{"evil.example", "http://evil.example"}, {"127.0.0.1.evil.example", ""}, {"[::ffff:127.0.0.1]", "https://[::1]"},
+		{"LOCALHOST.", "HTTP://LocalHost:1"}, {"[fe80::1%25eth0]:80", ""}, {"", ""}, {"%", "://"},
+	} {
+		f.Add(seed[0], seed[1])
+	}
+	srv := &Server{}
+	f.Fuzz(func(t *testing.T, host, origin string) {
+		r := httptest.NewRequest(http.MethodPost, "/mcp", nil)
+		r.Host = host
+		if origin != "" {
+			r.Header.Set("Origin", origin)
+		}
+		if srv.CheckHost(r) != nil {
+			return
+		}
+		h := host
+		if hh, _, err := net.SplitHostPort(host); err == nil {
+			h = hh
+		}
+		h = strings.TrimSuffix(strings.ToLower(strings.Trim(h, "[]")), ".")
+		if ip, err := netip.ParseAddr(h); h != "localhost" && (err != nil || !ip.Unmap().IsLoopback()) {
+			t.Fatalf("Host %q (Origin %q) was let through", host, origin)
+		}
+	})
 }
