@@ -65,7 +65,7 @@ test-short: fmt-check vet
 # Rebuild the committed fixtures that need toolchains CI does not have
 # (clang + wasi-libc, wabt, rustc wasm32, AssemblyScript): every Makefile
 # under testdata/ has a `fixtures` target; see the README beside each.
-FIXTURE_DIRS := $(sort $(dir $(shell find testdata -name Makefile)))
+FIXTURE_DIRS := $(sort $(dir $(shell find testdata -name node_modules -prune -o -name Makefile -print)))
 
 fixtures:
 	@for d in $(FIXTURE_DIRS); do $(MAKE) -C $$d fixtures || exit 1; done
