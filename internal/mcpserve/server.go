@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"sync"
 
@@ -331,23 +330,3 @@ func (s *Server) Close(ctx context.Context) error {
 	s.mu.Unlock()
 	return pkg.Close(ctx)
 }
-
-// ServeStdio serves one client over a line-delimited JSON-RPC stream (the
-// stdio transport: in is the client's requests, out its answers) until in
-// ends, the client disconnects or ctx is done. Nothing else may write to out.
-func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
-	t := &mcp.IOTransport{Reader: nopReadCloser{in}, Writer: nopWriteCloser{out}}
-	err := s.sdk.Run(ctx, t)
-	if errors.Is(err, io.EOF) || (err != nil && ctx.Err() != nil) {
-		return nil
-	}
-	return err
-}
-
-type nopReadCloser struct{ io.Reader }
-
-func (nopReadCloser) Close() error { return nil }
-
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }

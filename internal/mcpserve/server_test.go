@@ -453,3 +453,72 @@ func mustParse(t *testing.T, raw string) protocol.CallToolResult {
 	}
 	return r
 }
+
+// TestInitializeNegotiation: initialize answers the client's revision when
+// the server has it, and otherwise its latest revision that has initialize
+// (2025-11-25), as MCP's version negotiation says; the client decides then.
+func TestInitializeNegotiation(t *testing.T) {
+	f := newFixture(t)
+	srv := New(f.load(t, testdata+"packages/cgreet"), Options{Logger: f.log})
+	t.Cleanup(func() { srv.Close(context.Background()) })
+	for asked, want := range map[string]string{
+		"2025-06-18": "2025-06-18",
+		"2025-11-25": "2025-11-25",
+		"2099-01-01": "2025-11-25",
+		"2026-07-28": "2025-11-25", // 2026-07-28 has no initialize
+	} {
+		in := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"` + asked + `","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}` + "\n"
+		var out bytes.Buffer
+		if err := srv.ServeStdio(context.Background(), strings.NewReader(in), &out); err != nil {
+			t.Fatal(err)
+		}
+		var resp struct {
+			Result struct {
+				ProtocolVersion string `json:"protocolVersion"`
+			} `json:"result"`
+		}
+		if err := json.Unmarshal(out.Bytes(), &resp); err != nil || resp.Result.ProtocolVersion != want {
+			t.Errorf("initialize %s: %v %s, want %s", asked, err, out.String(), want)
+		}
+	}
+}
+
+// TestStdioAnswersEveryRequestBeforeTheEnd: a script writes its requests
+// and closes stdin at once; every request is still answered (the SDK
+// alone drops what is in flight at end of input), and a request the client
+// cancelled is not waited for.
+func TestStdioAnswersEveryRequestBeforeTheEnd(t *testing.T) {
+	f := newFixture(t)
+	lim := limits.Default()
+	lim.CallTimeout = time.Hour
+	srv := New(f.load(t, misbehavePackage(t)), Options{Logger: f.log, Call: runtime.CallRequest{Limits: &lim}})
+	t.Cleanup(func() { srv.Close(context.Background()) })
+	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+	var in strings.Builder
+	for i := range 3 {
+		fmt.Fprintf(&in, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"ok","arguments":{},%s}}`+"\n", i, meta)
+	}
+	fmt.Fprintf(&in, `{"jsonrpc":"2.0","id":"sleeper","method":"tools/call","params":{"name":"timeout_sleep","arguments":{},%s}}`+"\n", meta)
+	fmt.Fprintf(&in, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"sleeper",%s}}`+"\n", meta)
+	// The last line has no newline: it is a request all the same.
+	fmt.Fprintf(&in, `{"jsonrpc":"2.0","id":"last","method":"tools/call","params":{"name":"ok","arguments":{},%s}}`, meta)
+	var out bytes.Buffer
+	if err := srv.ServeStdio(context.Background(), strings.NewReader(in.String()), &out); err != nil {
+		t.Fatal(err)
+	}
+	answered := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Result *mcp.CallToolResult
+		}
+		if json.Unmarshal([]byte(line), &m) == nil && m.Result != nil && !m.Result.IsError {
+			answered[string(m.ID)] = true
+		}
+	}
+	for _, id := range []string{"0", "1", "2", `"last"`} {
+		if !answered[id] {
+			t.Errorf("request %s was not answered; stdout:\n%s", id, out.String())
+		}
+	}
+}
