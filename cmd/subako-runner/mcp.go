@@ -98,9 +98,12 @@ func runMCP(ctx context.Context, e *env, h *hostFlags, c *callFlags, m *mcpFlags
 			Load: func(ctx context.Context) (*runtime.Package, error) { return rt.Load(ctx, path) },
 		})
 	}
-	tools := len(pkg.Tools())
+	tools := fmt.Sprintf("%d tools", len(pkg.Tools()))
+	if len(pkg.Tools()) == 1 {
+		tools = "1 tool"
+	}
 	if m.http == "" {
-		fmt.Fprintf(e.stderr, "subako-runner: serving %s (%d tools) over stdio\n", pkg.Name(), tools)
+		fmt.Fprintf(e.stderr, "subako-runner: serving %s (%s) over stdio\n", pkg.Name(), tools)
 		if err := srv.ServeStdio(serveCtx, e.stdin, e.stdout); err != nil {
 			return fail(e, "%v", err)
 		}
@@ -113,7 +116,7 @@ func runMCP(ctx context.Context, e *env, h *hostFlags, c *callFlags, m *mcpFlags
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", srv.Handler())
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	fmt.Fprintf(e.stderr, "subako-runner: serving %s (%d tools) over Streamable HTTP at http://%s/mcp\n", pkg.Name(), tools, ln.Addr())
+	fmt.Fprintf(e.stderr, "subako-runner: serving %s (%s) over Streamable HTTP at http://%s/mcp\n", pkg.Name(), tools, ln.Addr())
 	done := make(chan error, 1)
 	go func() { done <- hs.Serve(ln) }()
 	select {
