@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap"
@@ -26,11 +27,15 @@ const statelessVersion = "2026-07-28"
 // notifications. Before either, every request's Host and Origin are checked
 // against DNS rebinding (see CheckHost): a page on another site cannot reach
 // this server through the browser.
+//
+// Each call makes a handler with its own sessions: call it once per
+// listener. A session idle for an hour is closed (the client starts anew).
 func (s *Server) Handler() http.Handler {
 	get := func(*http.Request) *mcp.Server { return s.sdk }
 	logger := newSlogger(s.log.Named("mcp.http"))
 	sessions := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
-		Logger: logger,
+		Logger:         logger,
+		SessionTimeout: time.Hour,
 		// The Host and Origin checks below are stricter than the SDK's
 		// (which checks Host only, and only on a loopback listener).
 		DisableLocalhostProtection: true,
