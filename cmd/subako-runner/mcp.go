@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/subako/subako-runner/internal/mcpserve"
 	"github.com/subako/subako-runner/runtime"
@@ -71,11 +73,17 @@ func newMCPCmd(a *app) *cobra.Command {
 }
 
 func runMCP(ctx context.Context, e *env, h *hostFlags, c *callFlags, m *mcpFlags, path string, req runtime.CallRequest) int {
-	rt, closeRT, err := h.openRuntime(ctx, e, *req.Limits, path)
+	cfg, release, err := h.runtimeConfig(e, *req.Limits, path)
 	if err != nil {
 		return fail(e, "%v", err)
 	}
-	defer closeRT()
+	defer release()
+	cfg.Logger = cfg.Logger.WithOptions(zap.WrapCore(promoteModuleStderr))
+	rt, err := runtime.New(ctx, cfg)
+	if err != nil {
+		return fail(e, "%v", err)
+	}
+	defer rt.Close(ctx)
 	pkg, err := rt.Load(ctx, path)
 	if err != nil {
 		return reportRejectedOnStderr(e, path, err)
@@ -151,4 +159,36 @@ func reportRejectedOnStderr(e *env, path string, err error) int {
 	}
 	fmt.Fprint(e.stderr, b.String())
 	return code
+}
+
+// promoteModuleStderr shows the module's stderr lines, which the runtime
+// logs at debug, at info: in mcp they are the author's only window into the
+// module while a client drives it, and stderr is where an MCP client
+// collects a server's diagnostics.
+func promoteModuleStderr(inner zapcore.Core) zapcore.Core {
+	return &stderrPromoter{inner}
+}
+
+type stderrPromoter struct{ zapcore.Core }
+
+func isModuleStderr(ent zapcore.Entry) bool {
+	return ent.Level == zapcore.DebugLevel && strings.HasPrefix(ent.Message, "module stderr")
+}
+
+func (c *stderrPromoter) Enabled(l zapcore.Level) bool {
+	return c.Core.Enabled(l) || (l == zapcore.DebugLevel && c.Core.Enabled(zapcore.InfoLevel))
+}
+
+func (c *stderrPromoter) With(fields []zapcore.Field) zapcore.Core {
+	return &stderrPromoter{c.Core.With(fields)}
+}
+
+func (c *stderrPromoter) Check(ent zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
+	if isModuleStderr(ent) {
+		ent.Level = zapcore.InfoLevel
+	}
+	if c.Core.Enabled(ent.Level) {
+		return ce.AddCore(ent, c)
+	}
+	return ce
 }

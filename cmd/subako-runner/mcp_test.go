@@ -422,7 +422,9 @@ func TestMCPStdioInProcess(t *testing.T) {
 			t.Errorf("stdout line is not JSON: %q", l)
 		}
 	}
-	if !strings.Contains(stderr.String(), "serving cgreet (2 tools) over stdio") || !strings.Contains(stderr.String(), `"tool": "greet"`) {
+	// The host's line per call, and the module's own stderr, are on stderr.
+	if !strings.Contains(stderr.String(), "serving cgreet (2 tools) over stdio") || !strings.Contains(stderr.String(), `"tool": "greet"`) ||
+		!strings.Contains(stderr.String(), `"line": "cgreet: tools/call"`) {
 		t.Errorf("stderr: %s", stderr.String())
 	}
 }
