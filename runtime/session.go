@@ -247,8 +247,8 @@ func (s *session) checkResponse(method string, msg protocol.Message) (protocol.M
 // returns the run's crash, if any (including a crash recorded earlier).
 func (s *session) finish() *Crash {
 	defer s.stop()
+	s.trace.event(TraceClose, nil) // before closing: the exit may be traced before CloseWrite returns
 	s.stdin.CloseWrite()
-	s.trace.event(TraceClose, nil)
 	if !s.exited {
 		timer := time.NewTimer(s.lim.ExitTimeout)
 		defer timer.Stop()

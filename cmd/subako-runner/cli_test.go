@@ -121,6 +121,10 @@ func TestVersionAndHelpForms(t *testing.T) {
 	if code != exitOK || !strings.Contains(out, "subako-runner call [flags] PACKAGE TOOL [ARGS_JSON]") {
 		t.Errorf("help call: exit %d, %q", code, out)
 	}
+	code, out, errOut = cli(t, "", "help", "nope")
+	if code != exitUsage || out != "" || errOut != "subako-runner: help: no command \"nope\"\nRun 'subako-runner --help' for usage.\n" {
+		t.Errorf("help nope: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
 	code, out, errOut = cli(t, "")
 	if code != exitUsage || out != "" || !strings.Contains(errOut, "Available Commands:") {
 		t.Errorf("bare: exit %d, stdout %q, stderr %q", code, out, errOut)
@@ -142,11 +146,20 @@ func TestCompletionScripts(t *testing.T) {
 			t.Errorf("completion %s: exit %d, %d bytes, no %q; stderr %q", shell, code, len(out), want, errOut)
 		}
 	}
+	for _, args := range [][]string{{"completion"}, {"completion", "tcsh"}} {
+		if code, out, errOut := cli(t, "", args...); code != exitUsage || out != "" || !strings.HasPrefix(errOut, "subako-runner: completion: ") {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q", args, code, out, errOut)
+		}
+	}
 	// The completion itself: cobra's hidden __complete command lists the
 	// commands and a command's flags.
 	_, out, _ := cli(t, "", "__complete", "ca")
 	if !strings.Contains(out, "call") {
 		t.Errorf("completing ca: %q", out)
+	}
+	_, out, _ = cli(t, "", "__complete", "help", "ch")
+	if !strings.Contains(out, "check") {
+		t.Errorf("completing help ch: %q", out)
 	}
 	_, out, _ = cli(t, "", "__complete", "call", "--allow-p")
 	if !strings.Contains(out, "--allow-private") {

@@ -14,7 +14,7 @@ import (
 )
 
 // The docs' examples are part of the contract: every command shown in
-// docs/cli.md and docs/abi.md runs here, and every Go block of
+// docs/cli.md, docs/abi.md and docs/authoring.md runs here, and every Go block of
 // docs/embedding.md is code from runtime/embedding_example_test.go, so an
 // example cannot drift from what the runner does.
 //
@@ -23,7 +23,8 @@ import (
 //   - A fenced block with the info string "sh" whose first line starts with
 //     "$ subako-runner " is an example. It is run from the repository root;
 //     testdata/packages/greet is the example package (make demo builds its
-//     module.wasm).
+//     module.wasm) and testdata/packages/sdkgreet the Go SDK's: the test
+//     builds both modules from their Go source.
 //   - The command line is split into words as sh does for quotes ('…',
 //     "…" with \" and \\, and \ outside quotes). A trailing "# exit N"
 //     comment is the expected exit status (0 when absent); a trailing
@@ -236,11 +237,12 @@ func TestDocConventionMatcher(t *testing.T) {
 	}
 }
 
-// greetPackage copies testdata/packages/greet with a freshly built module.
-func greetPackage(t *testing.T) string {
+// builtPackage copies testdata/packages/NAME with a module freshly built
+// from the Go guest testdata/guests/GUEST.
+func builtPackage(t *testing.T, name, guest string) string {
 	t.Helper()
-	const src = "../../testdata/packages/greet"
-	dir := filepath.Join(t.TempDir(), "greet")
+	src := "../../testdata/packages/" + name
+	dir := filepath.Join(t.TempDir(), name)
 	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -261,7 +263,7 @@ func greetPackage(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(testguest.Go(t, guests+"greet"))
+	b, err := os.ReadFile(testguest.Go(t, guests+guest))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +274,12 @@ func greetPackage(t *testing.T) string {
 }
 
 func TestDocExamplesRun(t *testing.T) {
-	greet := greetPackage(t)
+	// The packages whose module is built from Go source rather than
+	// committed, each swapped for a copy with a fresh module.
+	built := map[string]string{
+		"testdata/packages/greet":    builtPackage(t, "greet", "greet"),
+		"testdata/packages/sdkgreet": builtPackage(t, "sdkgreet", "sdkgreet"),
+	}
 	var examples []docExample
 	for _, name := range []string{"cli.md", "abi.md", "authoring.md"} {
 		examples = append(examples, docExamples(t, name)...)
@@ -283,8 +290,20 @@ func TestDocExamplesRun(t *testing.T) {
 	// The examples run from the repository root, as a reader types them;
 	// only the example package is swapped for one with a fresh module.
 	t.Chdir("../..")
-	toHere := func(w string) string { return strings.ReplaceAll(w, "testdata/packages/greet", greet) }
-	fromHere := func(s string) string { return strings.ReplaceAll(s, greet, "testdata/packages/greet") }
+	toHere := func(w string) string {
+		for doc, dir := range built {
+			if w == doc || strings.HasPrefix(w, doc+"/") {
+				return dir + w[len(doc):]
+			}
+		}
+		return w
+	}
+	fromHere := func(s string) string {
+		for doc, dir := range built {
+			s = strings.ReplaceAll(s, dir, doc)
+		}
+		return s
+	}
 	for _, ex := range examples {
 		t.Run(fmt.Sprintf("%s:%d", ex.file, ex.line), func(t *testing.T) {
 			words, wantExit, withStderr, err := parseCommand(ex.cmd)
@@ -328,6 +347,56 @@ func TestEmbeddingDocQuotesRunnableExamples(t *testing.T) {
 		code := strings.Join(b, "\n") + "\n"
 		if !strings.Contains(string(src), code) {
 			t.Errorf("embedding.md:%d: this Go block is not in runtime/embedding_example_test.go verbatim:\n%s", lines[i], code)
+		}
+	}
+}
+
+// Every code block of docs/authoring.md is quoted verbatim from the
+// source it presents, so the guide shows the code the tests build and run.
+func TestAuthoringDocQuotesTheSources(t *testing.T) {
+	sources := map[string][]string{
+		"go":   {"../../testdata/guests/sdkgreet/main.go"},
+		"c":    {"../../testdata/guests/c/greet.c"},
+		"rust": {"../../testdata/guests/rust/main.rs"},
+		"ts":   {"../../testdata/guests/as/greet.ts"},
+	}
+	for lang, files := range sources {
+		var all strings.Builder
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			all.Write(b)
+		}
+		blocks, lines := docBlocks(t, docsDir+"authoring.md", lang)
+		if len(blocks) == 0 {
+			t.Errorf("authoring.md has no %s block", lang)
+		}
+		for i, b := range blocks {
+			if code := strings.Join(b, "\n") + "\n"; !strings.Contains(all.String(), code) {
+				t.Errorf("authoring.md:%d: this %s block is not in %v verbatim:\n%s", lines[i], lang, files, code)
+			}
+		}
+	}
+	// Each build line names the flags its fixture's Makefile uses.
+	doc, err := os.ReadFile(docsDir + "authoring.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for makefile, flags := range map[string][]string{
+		"../../testdata/guests/Makefile":      {"--target=wasm32-wasi", "-O2 -Wall -Wextra -Werror", "-Wl,--strip-debug"},
+		"../../testdata/guests/rust/Makefile": {"--target wasm32-wasi", "-C opt-level=2 -C strip=debuginfo"},
+		"../../testdata/guests/as/Makefile":   {"assemblyscript@", "0.28.20", "-O3 --exportStart _start --use abort=greet/asAbort"},
+	} {
+		mk, err := os.ReadFile(makefile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range flags {
+			if !strings.Contains(string(mk), f) || !strings.Contains(string(doc), f) {
+				t.Errorf("%q: in %s %v, in authoring.md %v", f, makefile, strings.Contains(string(mk), f), strings.Contains(string(doc), f))
+			}
 		}
 	}
 }

@@ -248,7 +248,7 @@ func (s *httpServer) waitLine(t *testing.T, parts ...string) {
 func TestMCPThroughTypeScriptSDK(t *testing.T) {
 	node := nodeClients(t)
 	bin := runnerBinary(t)
-	greet, _ := filepath.Abs(greetPackage(t))
+	greet, _ := filepath.Abs(builtPackage(t, "greet", "greet"))
 	misbehave, _ := filepath.Abs(pkgDir(t, "misbehave", nil))
 	abs := func(p string) string { a, _ := filepath.Abs(p); return a }
 	type check func(t *testing.T, r *tsReport)

@@ -61,23 +61,80 @@ func newRootCmd(ctx context.Context, e *env) *cobra.Command {
 	for _, newCmd := range commandConstructors() {
 		root.AddCommand(newCmd(a))
 	}
+	root.SetHelpCommand(newHelpCmd(root))
+	setUpCompletion(root)
 	return root
 }
 
-// flagErrorText rewrites pflag's messages to name flags as they are
-// written: `invalid argument "x" for "--memory" flag: …` becomes
-// `--memory "x": …`.
+// newHelpCmd is `help [COMMAND]`: cobra's prints the top-level help with
+// exit status 0 for a topic it does not know; ours says so, exit 2.
+func newHelpCmd(root *cobra.Command) *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [COMMAND]",
+		Short: "print the help of a command",
+		Args:  cobra.ArbitraryArgs,
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			var out []cobra.Completion
+			if len(args) == 0 {
+				for _, c := range root.Commands() {
+					if c.IsAvailableCommand() && strings.HasPrefix(c.Name(), toComplete) {
+						out = append(out, cobra.CompletionWithDesc(c.Name(), c.Short))
+					}
+				}
+			}
+			return out, cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			target, rest, err := root.Find(args)
+			if err != nil || len(rest) > 0 || (target == root && len(args) > 0) {
+				return &usageError{cmd: root.CommandPath(), msg: fmt.Sprintf("help: no command %q", strings.Join(args, " "))}
+			}
+			target.InitDefaultHelpFlag() // so the help lists -h, --help as COMMAND --help does
+			return target.Help()
+		},
+	}
+}
+
+// setUpCompletion makes cobra's completion command ours: lowercase like
+// the others, and an unknown shell a usage error.
+func setUpCompletion(root *cobra.Command) {
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() != "completion" {
+			continue
+		}
+		c.Short = "print the shell completion script: bash, zsh, fish or powershell"
+		c.Args = cobra.ArbitraryArgs
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageErr(cmd, "completion: missing SHELL (bash, zsh, fish or powershell)")
+			}
+			return usageErr(cmd, "completion: unknown shell %q (bash, zsh, fish or powershell)", args[0])
+		}
+	}
+}
+
+// flagErrorText rewrites pflag's message for a bad value to name the
+// flag as it is written: `invalid argument "x" for "--memory" flag: why`
+// (or for "-q, --quiet") becomes `--memory "x": why`.
 func flagErrorText(err error) string {
 	msg := err.Error()
-	var val, name, why string
-	if n, _ := fmt.Sscanf(msg, "invalid argument %q for %q flag: ", &val, &name); n == 2 {
-		if i := strings.Index(msg, " flag: "); i >= 0 {
-			why = msg[i+len(" flag: "):]
-		}
-		name = strings.TrimPrefix(strings.SplitN(name, ",", 2)[len(strings.SplitN(name, ",", 2))-1], " ")
-		return fmt.Sprintf("%s %q: %s", name, val, why)
+	rest, ok := strings.CutPrefix(msg, "invalid argument ")
+	if !ok {
+		return msg
 	}
-	return msg
+	var val, name string
+	if n, _ := fmt.Sscanf(rest, "%q for %q flag: ", &val, &name); n != 2 {
+		return msg
+	}
+	_, why, ok := strings.Cut(rest, " flag: ")
+	if !ok {
+		return msg
+	}
+	if i := strings.LastIndex(name, " "); i >= 0 {
+		name = name[i+1:] // "-q, --quiet" → "--quiet"
+	}
+	return fmt.Sprintf("%s %q: %s", name, val, why)
 }
 
 // positionals checks the positional arguments against the names in the
