@@ -88,9 +88,8 @@ func runMCP(ctx context.Context, e *env, h *hostFlags, c *callFlags, m *mcpFlags
 	if err != nil {
 		return reportRejectedOnStderr(e, path, err)
 	}
-	log, _ := h.logger(e.stderr) // the flags were checked by openRuntime
 	srv := mcpserve.New(pkg, mcpserve.Options{
-		Logger: log, Call: req, KeepTmp: c.volumes.keepTmp,
+		Logger: cfg.Logger, Call: req, KeepTmp: c.volumes.keepTmp,
 		AllowRemote: m.allowRemote, AllowedHosts: m.allowedHosts,
 	})
 	defer func() {
@@ -101,10 +100,16 @@ func runMCP(ctx context.Context, e *env, h *hostFlags, c *callFlags, m *mcpFlags
 	serveCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	if m.watch {
-		go srv.Watch(serveCtx, mcpserve.WatchOptions{
-			Path: path,
-			Load: func(ctx context.Context) (*runtime.Package, error) { return rt.Load(ctx, path) },
-		})
+		watched := make(chan struct{})
+		go func() {
+			defer close(watched)
+			srv.Watch(serveCtx, mcpserve.WatchOptions{
+				Path: path,
+				Load: func(ctx context.Context) (*runtime.Package, error) { return rt.Load(ctx, path) },
+			})
+		}()
+		// Runs before the server and the runtime close: no load in flight.
+		defer func() { stop(); <-watched }()
 	}
 	tools := fmt.Sprintf("%d tools", len(pkg.Tools()))
 	if len(pkg.Tools()) == 1 {
@@ -132,8 +137,9 @@ func runMCP(ctx context.Context, e *env, h *hostFlags, c *callFlags, m *mcpFlags
 		return fail(e, "--http: %v", err)
 	case <-ctx.Done():
 	}
-	// Close, not Shutdown: the sessions' GET streams never go idle, and a
-	// closed connection cancels its call, which ends the instance.
+	// Close, not Shutdown: the sessions' GET streams never go idle. A closed
+	// connection ends a 2026-07-28 call at once; a session's call is left to
+	// srv.Close, which waits mcpShutdown for it before the runtime closes.
 	hs.Close()
 	return exitOK
 }
