@@ -522,3 +522,21 @@ func TestStdioAnswersEveryRequestBeforeTheEnd(t *testing.T) {
 		}
 	}
 }
+
+type closedWriter struct{}
+
+func (closedWriter) Write([]byte) (int, error) { return 0, io.ErrClosedPipe }
+
+// TestStdioClientGone: a client that closed its end while the server
+// answers is the end of the session, not an error of the server.
+func TestStdioClientGone(t *testing.T) {
+	f := newFixture(t)
+	srv := New(f.load(t, testdata+"packages/cgreet"), Options{Logger: f.log})
+	t.Cleanup(func() { srv.Close(context.Background()) })
+	pr, pw := io.Pipe()
+	go pw.Write([]byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}` + "\n"))
+	t.Cleanup(func() { pw.Close() })
+	if err := srv.ServeStdio(context.Background(), pr, closedWriter{}); err != nil {
+		t.Errorf("ServeStdio: %v", err)
+	}
+}

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
 	"sync"
+	"syscall"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -31,10 +33,17 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 		Writer: &trackingWriter{w: out, lines: lineScanner{onLine: p.response}},
 	}
 	err := s.sdk.Run(ctx, t)
-	if errors.Is(err, io.EOF) || (err != nil && ctx.Err() != nil) {
+	if errors.Is(err, io.EOF) || clientGone(err) || (err != nil && ctx.Err() != nil) {
 		return nil
 	}
 	return err
+}
+
+// clientGone reports an error that means the client closed its end (an
+// answer, e.g. to a call it cancelled, written after it left): the normal
+// end of a session, not a failure.
+func clientGone(err error) bool {
+	return errors.Is(err, io.ErrClosedPipe) || errors.Is(err, syscall.EPIPE) || errors.Is(err, os.ErrClosed)
 }
 
 // pending is the set of request ids read from the client and not yet
