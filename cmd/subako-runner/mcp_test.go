@@ -288,8 +288,10 @@ func TestMCPThroughTypeScriptSDK(t *testing.T) {
 			[]tsCall{{Tool: "greet", Args: map[string]any{"name": "Ada"}}},
 			[]check{hello(0, "Hello, Ada!")}},
 		{"timeout", []string{"--timeout", "1s", misbehave}, nil,
-			[]tsCall{{Tool: "timeout_sleep"}, {Tool: "timeout"}, {Tool: "ok"}},
-			[]check{crash(0, "timeout"), crash(1, "timeout"), hello(2, "ok: ok")}},
+			// (no ordinary call here: under a 1 s limit its success would
+			// depend on the machine's load)
+			[]tsCall{{Tool: "timeout_sleep"}, {Tool: "timeout"}},
+			[]check{crash(0, "timeout"), crash(1, "timeout")}},
 	} {
 		for _, transport := range []string{"stdio", "http"} {
 			t.Run(tc.name+"/"+transport, func(t *testing.T) {
