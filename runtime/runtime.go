@@ -41,8 +41,8 @@ type Config struct {
 	// discovery) starts and ends, from the goroutine doing it.
 	Progress func(ProgressEvent)
 	// Trace, when set, receives every line the host writes to a module's
-	// stdin and the module writes to its stdout, and the closing of stdin
-	// and the instance's end. It runs synchronously (inside the guest's
+	// stdin and the module writes to its stdout and stderr, and the closing
+	// of stdin and the instance's end. It runs synchronously (inside the guest's
 	// write for its lines): keep it quick.
 	Trace func(TraceEvent)
 }

@@ -105,7 +105,7 @@ func (rt *Runtime) startSession(parent context.Context, cfg instanceConfig, log 
 	wcfg := cfg.wasi
 	wcfg.Stdin = s.stdin
 	wcfg.Stdout = stdoutWriter{s}
-	wcfg.Stderr = s.stderr
+	wcfg.Stderr = s.trace.stderr(s.stderr)
 	inst := wasi.NewInstance(wcfg)
 
 	ictx := wasi.WithInstance(ctx, inst)

@@ -53,7 +53,10 @@ func moduleName(path string) string {
 func (p *progress) event(e runtime.ProgressEvent) {
 	switch {
 	case e.Step == runtime.StepCompile && !e.Done:
-		p.cacheBefore = countFiles(p.cacheDir)
+		n := countFiles(p.cacheDir)
+		p.mu.Lock()
+		p.cacheBefore = n
+		p.mu.Unlock()
 		p.start(fmt.Sprintf("compiling %s (%s)…", p.subject, decimalBytes(e.Bytes)))
 	case e.Step == runtime.StepCompile:
 		p.end()
@@ -73,11 +76,17 @@ func (p *progress) logCompile(e runtime.ProgressEvent) {
 	switch {
 	case p.cacheDir == "":
 		p.log.Debug("compiled the module (no compilation cache)", fields...)
-	case countFiles(p.cacheDir) > p.cacheBefore:
+	case countFiles(p.cacheDir) > p.before():
 		p.log.Debug("compiled the module and stored it in the compilation cache", append(fields, zap.String("cache", p.cacheDir))...)
 	default:
 		p.log.Debug("compilation cache hit: the module was not compiled again", append(fields, zap.String("cache", p.cacheDir))...)
 	}
+}
+
+func (p *progress) before() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cacheBefore
 }
 
 func (p *progress) start(label string) {

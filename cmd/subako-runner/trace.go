@@ -15,6 +15,7 @@ const traceLineMax = 4096
 // tracer writes the conversation of every instance, one event a line:
 //
 //	12:00:00.000123 #1 → {"jsonrpc":"2.0","id":"…","method":"server/discover",…}
+//	12:00:00.004001 #1 stderr: greet: server/discover
 //	12:00:00.004567 #1 ← {"jsonrpc":"2.0","id":"…","result":{…}}
 //	12:00:00.004601 #1 stdin closed
 //	12:00:00.005002 #1 exited: exit code 0
@@ -30,6 +31,8 @@ func (t *tracer) event(e runtime.TraceEvent) {
 		what = "→ " + boundLine(e.Line)
 	case runtime.TraceReceive:
 		what = "← " + boundLine(e.Line)
+	case runtime.TraceStderr:
+		what = "stderr: " + boundLine(e.Line)
 	case runtime.TraceClose:
 		what = "stdin closed"
 	case runtime.TraceExit:
