@@ -122,6 +122,7 @@ func commandConstructors() []func(*app) *cobra.Command {
 		newValidateCmd,
 		newDiscoverCmd,
 		newCallCmd,
+		newMCPCmd,
 		newCheckCmd,
 		newRunCmd,
 		newVersionCmd,
