@@ -123,6 +123,7 @@ func commandConstructors() []func(*app) *cobra.Command {
 		newDiscoverCmd,
 		newCallCmd,
 		newMCPCmd,
+		newInspectCmd,
 		newCheckCmd,
 		newRunCmd,
 		newVersionCmd,

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/subako/subako-runner/internal/loopback"
 	"github.com/subako/subako-runner/internal/mcpserve"
 	"github.com/subako/subako-runner/runtime"
 )
@@ -48,7 +49,7 @@ func newMCPCmd(a *app) *cobra.Command {
 				return usageErr(cmd, "%v", err)
 			}
 			if m.http != "" {
-				if m.http, err = mcpserve.CheckListenAddr(m.http, m.allowRemote); err != nil {
+				if m.http, err = loopback.ListenAddr(m.http, m.allowRemote, "--http", "--http-allow-remote"); err != nil {
 					return usageErr(cmd, "%v", err)
 				}
 			} else if m.allowRemote || len(m.allowedHosts) > 0 {

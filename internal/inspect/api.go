@@ -164,7 +164,7 @@ func (s *Server) call(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	cr := s.cfg.Request
-	cr.Tool, cr.Arguments, cr.Tmp = req.Tool, req.Arguments, ""
+	cr.Tool, cr.Arguments = req.Tool, req.Arguments
 	res, err := st.pkg.Call(r.Context(), cr)
 	if err != nil {
 		var ce *runtime.CallError

@@ -11,11 +11,11 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"strings"
 	"sync"
 
 	"go.uber.org/zap"
 
+	"github.com/subako/subako-runner/internal/loopback"
 	"github.com/subako/subako-runner/runtime"
 )
 
@@ -155,7 +155,7 @@ func (s *Server) routes() {
 // ServeHTTP checks where the request comes from and that it carries the
 // token, then serves it.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !s.hostAllowed(r.Host) {
+	if !loopback.HostAllowed(r.Host, s.cfg.AllowedHosts, false) {
 		http.Error(w, "inspect: Host "+r.Host+" is not this server's (DNS rebinding is refused)", http.StatusMisdirectedRequest)
 		return
 	}
@@ -172,24 +172,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Referrer-Policy", "no-referrer")
 	w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; object-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'")
 	s.mux.ServeHTTP(w, r)
-}
-
-func (s *Server) hostAllowed(hostport string) bool {
-	host := hostport
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		host = h
-	}
-	host = strings.TrimSuffix(strings.ToLower(strings.Trim(host, "[]")), ".")
-	switch host {
-	case "localhost", "127.0.0.1", "::1":
-		return true
-	}
-	for _, h := range s.cfg.AllowedHosts {
-		if strings.EqualFold(h, host) {
-			return true
-		}
-	}
-	return false
 }
 
 // authorized accepts the token from the header, the cookie or the query;

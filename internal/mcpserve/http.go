@@ -2,16 +2,14 @@ package mcpserve
 
 import (
 	"fmt"
-	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap"
+
+	"github.com/subako/subako-runner/internal/loopback"
 )
 
 // statelessVersion is the first MCP revision without sessions: its requests
@@ -86,51 +84,5 @@ func (s *Server) CheckHost(r *http.Request) error {
 }
 
 func (s *Server) hostAllowed(hostport string) bool {
-	host := hostport
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		host = h
-	}
-	host = strings.TrimSuffix(strings.ToLower(strings.Trim(host, "[]")), ".")
-	if host == "" {
-		return false
-	}
-	if host == "localhost" || slices.Contains(s.opts.AllowedHosts, host) {
-		return true
-	}
-	ip, err := netip.ParseAddr(host)
-	if err != nil || ip.Zone() != "" {
-		return false
-	}
-	return ip.Unmap().IsLoopback() || s.opts.AllowRemote
-}
-
-// CheckListenAddr refuses an address other machines could reach unless
-// allowRemote: the host part must be localhost or a loopback address (an
-// empty host, ":8080", listens on every interface). A bare port number is
-// read as 127.0.0.1:PORT. It returns the address to listen on.
-func CheckListenAddr(addr string, allowRemote bool) (string, error) {
-	if addr != "" && strings.Trim(addr, "0123456789") == "" {
-		addr = "127.0.0.1:" + addr
-	}
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return "", fmt.Errorf("--http %q: want HOST:PORT or PORT: %v", addr, err)
-	}
-	if port == "" {
-		return "", fmt.Errorf("--http %q: no port", addr)
-	}
-	if allowRemote {
-		return addr, nil
-	}
-	if host == "localhost" {
-		return addr, nil
-	}
-	if ip, err := netip.ParseAddr(host); err == nil && ip.Unmap().IsLoopback() {
-		return addr, nil
-	}
-	what := fmt.Sprintf("%q is not a loopback address", host)
-	if host == "" {
-		what = "an empty host listens on every interface"
-	}
-	return "", fmt.Errorf("--http %q: %s; other machines could call the package's tools (add --http-allow-remote to mean it)", addr, what)
+	return loopback.HostAllowed(hostport, s.opts.AllowedHosts, s.opts.AllowRemote)
 }
