@@ -74,6 +74,12 @@ type Stats struct {
 	// HTTPBytesSent and HTTPBytesReceived count HTTP body bytes.
 	HTTPBytesSent     int64 `json:"httpBytesSent"`
 	HTTPBytesReceived int64 `json:"httpBytesReceived"`
+	// ExitWait is the time from the host closing stdin, after the answer,
+	// to the instance's end: what the 1 s exit rule (exit_timeout) measures.
+	// Zero when the call ended before stdin was closed.
+	ExitWait time.Duration `json:"-"`
+	// ExitWaitMs is ExitWait in milliseconds, for JSON.
+	ExitWaitMs float64 `json:"exitWaitMs"`
 }
 
 // Result is the outcome of one call.
@@ -156,6 +162,16 @@ type callRun struct {
 	budget  *limits.WriteBudget
 	http    *subakohttp.Call
 	started time.Time
+	// exitWait is the time from closing stdin to the instance's end.
+	exitWait time.Duration
+}
+
+// finish closes stdin and waits for the exit, timing that wait.
+func (c *callRun) finish() *Crash {
+	closed := time.Now()
+	crash := c.s.finish()
+	c.exitWait = time.Since(closed)
+	return crash
 }
 
 // startCall prepares the mounts, budget and network of one call and starts
@@ -213,8 +229,10 @@ func (c *callRun) stats() Stats {
 		HTTPBytesSent:     h.BytesSent,
 		HTTPBytesReceived: h.BytesReceived,
 		FuelUsed:          c.s.fuel.Used(),
+		ExitWait:          c.exitWait,
 	}
 	st.DurationMs = float64(st.Duration.Microseconds()) / 1000
+	st.ExitWaitMs = float64(st.ExitWait.Microseconds()) / 1000
 	return st
 }
 
@@ -239,7 +257,7 @@ func (p *Package) call(ctx context.Context, tool string, args json.RawMessage, r
 			crash = s.failNow(CrashInvalidResult, errMessage(err))
 		} else {
 			res.Parsed = parsed
-			crash = s.finish()
+			crash = c.finish()
 		}
 	}
 	res.Stats = c.stats()

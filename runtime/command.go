@@ -118,6 +118,7 @@ func (rt *Runtime) RunCommand(ctx context.Context, path string, cmd Command) (*C
 	ictx := subakohttp.WithCall(wasi.WithInstance(ctx, inst), httpCall)
 	ictx = fuel.WithMeter(experimental.WithMemoryAllocator(ictx, memory), meter)
 	err = rt.runInstance(ictx, compiled)
+	memory.release()
 
 	res := &CommandResult{Stats: Stats{
 		Duration: time.Since(started), MemoryBytes: int64(memory.Peak()),

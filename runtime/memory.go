@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"sync"
 	"sync/atomic"
 
 	"github.com/tetratelabs/wazero/experimental"
@@ -14,10 +15,28 @@ import (
 //
 // wazero's own runtime-wide page limit is only a ceiling for every instance;
 // the allocator is what lets each call have its own limit.
+//
+// Where the platform allows (memory_mmap.go), each linear memory is an
+// address-space reservation outside the Go heap that is committed as the
+// guest grows and unmapped when the instance closes; elsewhere it is a Go
+// slice (memory_slice.go).
 type memoryLimit struct {
 	limit   uint64
 	peak    atomic.Uint64
 	refusal atomic.Bool
+
+	mu       sync.Mutex
+	memories []linearMemory // every memory handed out, for release
+}
+
+// linearMemory is a memory the allocator hands out. wazero's Free, called
+// as the module closes, only drops the guest's access; unmap gives the
+// memory back, called by release once the instance's end was reported, so
+// that the host's work of returning a large memory to the OS is never
+// counted as the guest's time to exit.
+type linearMemory interface {
+	experimental.LinearMemory
+	unmap()
 }
 
 func newMemoryLimit(limit uint64) *memoryLimit { return &memoryLimit{limit: limit} }
@@ -27,7 +46,11 @@ func (m *memoryLimit) Allocate(capacity, max uint64) experimental.LinearMemory {
 	if max > m.limit {
 		max = m.limit
 	}
-	return &limitedMemory{owner: m, max: max}
+	mem := newLinearMemory(m, max)
+	m.mu.Lock()
+	m.memories = append(m.memories, mem)
+	m.mu.Unlock()
+	return mem
 }
 
 func (m *memoryLimit) refused() bool { return m.refusal.Load() }
@@ -35,38 +58,26 @@ func (m *memoryLimit) refused() bool { return m.refusal.Load() }
 // Peak is the largest size any memory of the instance reached, in bytes.
 func (m *memoryLimit) Peak() uint64 { return m.peak.Load() }
 
-type limitedMemory struct {
-	owner *memoryLimit
-	max   uint64
-	buf   []byte
-}
-
-// Reallocate implements experimental.LinearMemory. Returning nil makes
-// memory.grow return -1 to the guest, as the spec allows.
-func (l *limitedMemory) Reallocate(size uint64) []byte {
-	if size > l.max {
-		l.owner.refusal.Store(true)
-		return nil
-	}
-	if size <= uint64(cap(l.buf)) {
-		l.buf = l.buf[:size]
-	} else {
-		// Grow geometrically (as append does) so a guest that grows page by
-		// page is not copied page by page, but never past the limit.
-		newCap := max(size, uint64(cap(l.buf))*2)
-		newCap = min(newCap, l.max)
-		nb := make([]byte, size, newCap)
-		copy(nb, l.buf)
-		l.buf = nb
-	}
+// grew records a memory's new size for the peak.
+func (m *memoryLimit) grew(size uint64) {
 	for {
-		peak := l.owner.peak.Load()
-		if size <= peak || l.owner.peak.CompareAndSwap(peak, size) {
-			break
+		peak := m.peak.Load()
+		if size <= peak || m.peak.CompareAndSwap(peak, size) {
+			return
 		}
 	}
-	return l.buf
 }
 
-// Free implements experimental.LinearMemory.
-func (l *limitedMemory) Free() { l.buf = nil }
+// release gives back every memory of the instance. It must run once the
+// instance can no longer run, on every path: wazero calls Free when a
+// module closes, but not when instantiation fails after the memory was made
+// (a start function that traps or exits, a data segment out of bounds).
+func (m *memoryLimit) release() {
+	m.mu.Lock()
+	mems := m.memories
+	m.memories = nil
+	m.mu.Unlock()
+	for _, mem := range mems {
+		mem.unmap()
+	}
+}

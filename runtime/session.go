@@ -135,6 +135,7 @@ func (rt *Runtime) startSession(parent context.Context, cfg instanceConfig, log 
 		inst.Close()
 		s.ended = time.Now()
 		s.done <- err
+		s.memory.release() // after the end is reported: the host's work, not the guest's
 	}()
 	return s
 }
