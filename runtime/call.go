@@ -28,7 +28,8 @@ type CallRequest struct {
 	// Arguments is a JSON object; nil means {}.
 	Arguments json.RawMessage
 	// Tmp is the host directory mounted at /volume/tmp. When empty the
-	// runtime creates a fresh directory and removes it on Result.Release.
+	// runtime mounts a fresh, empty directory of its own (under
+	// Config.TempDir) and removes it after Result.Release.
 	Tmp string
 	// Data is the host directory mounted at /volume/data; empty means the
 	// agent has not enabled it and nothing is mounted there.
@@ -103,16 +104,19 @@ type Result struct {
 	// TmpDir is the host directory that was mounted at /volume/tmp.
 	TmpDir string
 
-	removeTmp bool
+	volumes *tempVolumes // set when the runtime made TmpDir
 }
 
-// Release removes the call's /volume/tmp when the runtime created it.
+// Release gives back the call's /volume/tmp when the runtime made it: the
+// directory is removed right after, off the caller's path, and at the
+// latest when the Runtime closes. Files the view links to are gone then.
 func (r *Result) Release() error {
-	if !r.removeTmp || r.TmpDir == "" {
+	if r.volumes == nil || r.TmpDir == "" {
 		return nil
 	}
-	r.removeTmp = false
-	return os.RemoveAll(r.TmpDir)
+	v := r.volumes
+	r.volumes = nil
+	return v.put(r.TmpDir)
 }
 
 // Call runs one tools/call in a fresh instance. An error means the host
@@ -140,11 +144,11 @@ func (p *Package) Call(ctx context.Context, req CallRequest) (*Result, error) {
 	}
 	res := &Result{TmpDir: req.Tmp}
 	if res.TmpDir == "" {
-		dir, err := os.MkdirTemp("", "subako-tmp-")
+		dir, err := p.rt.volumes.get()
 		if err != nil {
 			return nil, err
 		}
-		res.TmpDir, res.removeTmp = dir, true
+		res.TmpDir, res.volumes = dir, p.rt.volumes
 	}
 	err := p.call(ctx, req.Tool, args, req, lim, res)
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"time"
 
 	"go.uber.org/zap"
@@ -73,11 +72,11 @@ func (p *Package) Probe(ctx context.Context, pr Probe, req CallRequest) (*ProbeR
 	}
 	tmp := req.Tmp
 	if tmp == "" && !pr.Discovery {
-		dir, err := os.MkdirTemp("", "subako-probe-")
+		dir, err := p.rt.volumes.get()
 		if err != nil {
 			return nil, err
 		}
-		defer os.RemoveAll(dir)
+		defer p.rt.volumes.put(dir)
 		tmp = dir
 	}
 	log := p.rt.log.With(zap.String("package", p.name), zap.String("probe", "raw"))

@@ -37,6 +37,11 @@ type Config struct {
 	CompilationCacheDir string
 	// Observer, when set, receives one event per upload and per call.
 	Observer Observer
+	// TempDir is where the runtime keeps the /volume/tmp directories it
+	// makes for calls, each runtime in a directory of its own; empty means
+	// <os.TempDir()>/subako-runner-<uid>. A runtime that starts removes what
+	// runtimes that died (killed, crashed) left there (docs/embedding.md).
+	TempDir string
 }
 
 // Runtime loads packages and runs their calls. It owns a wazero runtime
@@ -60,6 +65,7 @@ type Runtime struct {
 	limits   limits.Limits
 	client   protocol.ClientInfo
 	observer Observer
+	volumes  *tempVolumes
 }
 
 // New creates a Runtime.
@@ -92,29 +98,39 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		rt.cache = cache
 		rc = rc.WithCompilationCache(cache)
 	}
+	volumes, err := openTempVolumes(cfg.TempDir, log)
+	if err != nil {
+		if rt.cache != nil {
+			rt.cache.Close(ctx)
+		}
+		return nil, err
+	}
+	rt.volumes = volumes
 	rt.wz = wazero.NewRuntimeWithConfig(ctx, rc)
 	if _, err := wasi.Instantiate(ctx, rt.wz); err != nil {
-		rt.wz.Close(ctx)
+		rt.Close(ctx)
 		return nil, fmt.Errorf("defining wasi_snapshot_preview1: %w", err)
 	}
 	if _, err := subakohttp.Instantiate(ctx, rt.wz); err != nil {
-		rt.wz.Close(ctx)
+		rt.Close(ctx)
 		return nil, fmt.Errorf("defining subako_http: %w", err)
 	}
 	if _, err := fuel.Instantiate(ctx, rt.wz); err != nil {
-		rt.wz.Close(ctx)
+		rt.Close(ctx)
 		return nil, fmt.Errorf("defining subako_fuel: %w", err)
 	}
 	return rt, nil
 }
 
-// Close releases the runtime and every package loaded through it.
+// Close releases the runtime and every package loaded through it, and
+// removes the /volume/tmp directories it made, those of results not
+// released yet included.
 func (rt *Runtime) Close(ctx context.Context) error {
 	err := rt.wz.Close(ctx)
 	if rt.cache != nil {
 		err = errors.Join(err, rt.cache.Close(ctx))
 	}
-	return err
+	return errors.Join(err, rt.volumes.close())
 }
 
 // Limits returns the runtime's default limits.

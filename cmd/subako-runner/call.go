@@ -66,6 +66,15 @@ func runCall(ctx context.Context, e *env, args []string) int {
 	defer pkg.Close(ctx)
 
 	req := runtime.CallRequest{Tool: rest[1], Arguments: arguments, Tmp: o.tmp, Data: o.data, Skills: o.skills, Network: policy}
+	if o.keepTmp && req.Tmp == "" {
+		// The runtime removes the directories it makes when it closes; a
+		// kept one is made here, where nothing sweeps it.
+		dir, err := os.MkdirTemp("", "subako-tmp-")
+		if err != nil {
+			return fail(e, "%v", err)
+		}
+		req.Tmp = dir
+	}
 	lim := rt.Limits()
 	req.Limits = &lim
 	res, err := pkg.Call(ctx, req)

@@ -1,0 +1,51 @@
+//go:build linux || darwin || freebsd || netbsd || openbsd || dragonfly
+
+package runtime
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+)
+
+// canSweep: flock says whether a lock file's owner is alive, and the
+// kernel drops the lock when the owner dies, however it dies.
+const canSweep = true
+
+// tryLock takes an exclusive flock on f without waiting; false means
+// another open file holds it.
+func tryLock(f *os.File) (bool, error) {
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		switch {
+		case err == nil:
+			return true, nil
+		case errors.Is(err, syscall.EINTR):
+			continue
+		case errors.Is(err, syscall.EWOULDBLOCK):
+			return false, nil
+		}
+		return false, err
+	}
+}
+
+// checkPrivateDir makes sure dir is a real directory of this user that no
+// one else may write or read (made private if it is ours but wider).
+func checkPrivateDir(dir string) error {
+	info, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	st, ok := info.Sys().(*syscall.Stat_t)
+	if !info.IsDir() || !ok {
+		return fmt.Errorf("%s is not a directory", dir)
+	}
+	if int(st.Uid) != os.Getuid() {
+		return fmt.Errorf("%s belongs to user %d, not to this user (%d): set Config.TempDir", dir, st.Uid, os.Getuid())
+	}
+	if info.Mode().Perm()&0o077 != 0 {
+		return os.Chmod(dir, 0o700)
+	}
+	return nil
+}
