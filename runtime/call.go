@@ -81,6 +81,14 @@ type Stats struct {
 	ExitWait time.Duration `json:"-"`
 	// ExitWaitMs is ExitWait in milliseconds, for JSON.
 	ExitWaitMs float64 `json:"exitWaitMs"`
+	// QueueWait is how long the call waited for its turn to run
+	// (Config.MaxInstances); it is not part of Duration, nor of any limit.
+	QueueWait time.Duration `json:"-"`
+	// QueueWaitMs is QueueWait in milliseconds, for JSON.
+	QueueWaitMs float64 `json:"queueWaitMs"`
+	// Queued is the number of calls that were waiting for their turn when
+	// this one began to wait, itself included; 0 when it ran at once.
+	Queued int `json:"queued"`
 }
 
 // Result is the outcome of one call.
@@ -168,6 +176,7 @@ type callRun struct {
 	started time.Time
 	// exitWait is the time from closing stdin to the instance's end.
 	exitWait time.Duration
+	place    admitted
 }
 
 // finish closes stdin and waits for the exit, timing that wait.
@@ -182,7 +191,12 @@ func (c *callRun) finish() *Crash {
 // the instance. With discovery set it is set up as discovery is: only
 // /package, no volume, no network, the discovery deadline.
 func (p *Package) startCall(ctx context.Context, req CallRequest, tmp string, lim limits.Limits, discovery bool, log *zap.Logger) (*callRun, error) {
-	c := &callRun{started: time.Now()}
+	// The call's clocks start once it has its turn: waiting is not its time.
+	place, err := p.rt.admit.admit(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c := &callRun{started: time.Now(), place: place}
 	layout := fsmount.Layout{Tmp: tmp, Data: req.Data, Skills: req.Skills}
 	policy, deadline := req.Network, c.started.Add(lim.CallTimeout)
 	if policy == nil {
@@ -197,6 +211,7 @@ func (p *Package) startCall(ctx context.Context, req CallRequest, tmp string, li
 	}
 	mounts, err := openMounts(layout)
 	if err != nil {
+		place.done()
 		return nil, err
 	}
 	c.mounts = mounts
@@ -210,6 +225,7 @@ func (p *Package) startCall(ctx context.Context, req CallRequest, tmp string, li
 		deadline: deadline,
 		wasi:     wasi.Config{Mounts: mounts, Budget: c.budget},
 		http:     c.http,
+		ended:    place.done,
 	}, log)
 	return c, nil
 }
@@ -234,9 +250,12 @@ func (c *callRun) stats() Stats {
 		HTTPBytesReceived: h.BytesReceived,
 		FuelUsed:          c.s.fuel.Used(),
 		ExitWait:          c.exitWait,
+		QueueWait:         c.place.wait,
+		Queued:            c.place.queued,
 	}
 	st.DurationMs = float64(st.Duration.Microseconds()) / 1000
 	st.ExitWaitMs = float64(st.ExitWait.Microseconds()) / 1000
+	st.QueueWaitMs = float64(st.QueueWait.Microseconds()) / 1000
 	return st
 }
 

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	goruntime "runtime"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -42,6 +43,11 @@ type Config struct {
 	// <os.TempDir()>/subako-runner-<uid>. A runtime that starts removes what
 	// runtimes that died (killed, crashed) left there (docs/embedding.md).
 	TempDir string
+	// MaxInstances is how many module instances (calls, probes,
+	// discoveries) may run at once; the others wait their turn, and their
+	// time limits start when their instance starts. 0 means
+	// runtime.NumCPU(); a negative value means no bound.
+	MaxInstances int
 }
 
 // Runtime loads packages and runs their calls. It owns a wazero runtime
@@ -66,6 +72,7 @@ type Runtime struct {
 	client   protocol.ClientInfo
 	observer Observer
 	volumes  *tempVolumes
+	admit    *admission
 }
 
 // New creates a Runtime.
@@ -89,7 +96,12 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	// No WithCloseOnContextDone: every module is fuel-metered (internal/fuel)
 	// and the refuel host function, entered about every millisecond, checks
 	// the deadline at a fraction of that option's cost.
-	rt := &Runtime{log: log, limits: lim, client: protocol.ClientInfo{Name: "subako", Version: Version}, observer: cfg.Observer}
+	maxInstances := cfg.MaxInstances
+	if maxInstances == 0 {
+		maxInstances = goruntime.NumCPU()
+	}
+	rt := &Runtime{log: log, limits: lim, client: protocol.ClientInfo{Name: "subako", Version: Version}, observer: cfg.Observer,
+		admit: newAdmission(maxInstances)}
 	if cfg.CompilationCacheDir != "" {
 		cache, err := wazero.NewCompilationCacheWithDir(cfg.CompilationCacheDir)
 		if err != nil {

@@ -42,6 +42,7 @@ type instanceConfig struct {
 	deadline time.Time
 	wasi     wasi.Config
 	http     *subakohttp.Call // nil: requests are refused as in discovery
+	ended    func()           // called once the instance is gone (its memory too); may be nil
 }
 
 // session drives one module instance over stdio: it writes one request at a
@@ -119,6 +120,9 @@ func (rt *Runtime) startSession(parent context.Context, cfg instanceConfig, log 
 		s.crash = s.newCrash(CrashOutOfMemory, err.Error())
 		s.exited = true
 		inst.Close()
+		if cfg.ended != nil {
+			cfg.ended()
+		}
 		return s
 	}
 	go func() {
@@ -136,6 +140,9 @@ func (rt *Runtime) startSession(parent context.Context, cfg instanceConfig, log 
 		s.ended = time.Now()
 		s.done <- err
 		s.memory.release() // after the end is reported: the host's work, not the guest's
+		if cfg.ended != nil {
+			cfg.ended()
+		}
 	}()
 	return s
 }
