@@ -177,6 +177,19 @@ type callRun struct {
 	// exitWait is the time from closing stdin to the instance's end.
 	exitWait time.Duration
 	place    admitted
+	gone     chan struct{} // closed once the instance and its memory are gone
+}
+
+// awaitGone waits until the ended instance has given its memory back, so
+// that a call returns with its memory in the OS. The wait is short (the
+// unmap, after the instance reported its end) and bounded, for an instance
+// the session had to abandon.
+func (c *callRun) awaitGone() {
+	c.s.abort() // a no-op once the instance ended
+	select {
+	case <-c.gone:
+	case <-time.After(endGrace):
+	}
 }
 
 // finish closes stdin and waits for the exit, timing that wait.
@@ -196,7 +209,7 @@ func (p *Package) startCall(ctx context.Context, req CallRequest, tmp string, li
 	if err != nil {
 		return nil, err
 	}
-	c := &callRun{started: time.Now(), place: place}
+	c := &callRun{started: time.Now(), place: place, gone: make(chan struct{})}
 	layout := fsmount.Layout{Tmp: tmp, Data: req.Data, Skills: req.Skills}
 	policy, deadline := req.Network, c.started.Add(lim.CallTimeout)
 	if policy == nil {
@@ -225,7 +238,7 @@ func (p *Package) startCall(ctx context.Context, req CallRequest, tmp string, li
 		deadline: deadline,
 		wasi:     wasi.Config{Mounts: mounts, Budget: c.budget},
 		http:     c.http,
-		ended:    place.done,
+		ended:    func() { place.done(); close(c.gone) },
 	}, log)
 	return c, nil
 }
@@ -284,6 +297,7 @@ func (p *Package) call(ctx context.Context, tool string, args json.RawMessage, r
 		}
 	}
 	res.Stats = c.stats()
+	c.awaitGone()
 	switch {
 	case crash != nil:
 		res.Outcome, res.Crash = OutcomeCrashed, crash
