@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -26,12 +27,15 @@ import (
 // gone, killed or crashed before it could clean up. A lock, not a process
 // id, because a process id can be reused by an unrelated process.
 //
-// A call takes a directory that was created beforehand (an empty one, never
-// used before), and Release hands it back to be removed; both the creating
-// and the removing happen on a goroutine of their own, not on the call's
-// path. The contract holds: each call gets a fresh, empty /volume/tmp; it is
-// removed after the call's Release, at the latest when the Runtime closes,
-// and after a crash when the next Runtime of the same root starts.
+// A call takes a directory that was created beforehand, and Release hands
+// it back: one the call left no trace in goes back to the pool (recycle),
+// any other is removed by a goroutine of the runtime's. So a call whose
+// guest never touches /volume/tmp creates and removes nothing, and the
+// others create nothing on the call's path. The contract holds: each call
+// gets a fresh, empty /volume/tmp, nothing of an earlier call in it or on
+// it; one a call wrote in is removed after the call's Release, at the
+// latest when the Runtime closes, and after a crash when the next Runtime
+// of the same root starts.
 type tempVolumes struct {
 	root string
 	dir  string // this runtime's directory
@@ -48,6 +52,9 @@ type tempVolumes struct {
 
 	closeOnce sync.Once
 	closed    atomic.Bool
+
+	mu     sync.Mutex
+	stamps map[string]dirStamp // a directory's metadata when it was last known fresh
 }
 
 // tempVolumePool is how many empty directories wait ready for calls, and
@@ -86,6 +93,7 @@ func openTempVolumes(root string, log *zap.Logger) (*tempVolumes, error) {
 		used:     make(chan string, tempVolumePool*4),
 		kick:     make(chan struct{}, 1),
 		flushReq: make(chan chan struct{}),
+		stamps:   map[string]dirStamp{},
 		quit:     make(chan struct{}),
 		done:     make(chan struct{}),
 	}
@@ -213,25 +221,42 @@ func validTempID(name string) bool {
 func (v *tempVolumes) get() (string, error) {
 	select {
 	case d := <-v.ready:
+		if len(v.ready) < tempVolumePool/2 {
+			v.wake()
+		}
 		return d, nil
 	default:
 	}
+	v.wake()
+	return v.create()
+}
+
+// wake asks the goroutine to refill the pool.
+func (v *tempVolumes) wake() {
 	select {
 	case v.kick <- struct{}{}:
 	default:
 	}
-	return v.create()
 }
 
-// put hands a released directory over for removal.
+// put takes a released directory back: into the pool when the call left
+// no trace in it (a few system calls here: waiting for a goroutine to do
+// it would let the pool run dry under load), else to the goroutine that
+// removes it.
 func (v *tempVolumes) put(dir string) error {
 	if !v.closed.Load() {
+		if v.recycle(dir) {
+			return nil
+		}
 		select {
 		case v.used <- dir:
 			return nil
 		default: // removals lag behind: this caller waits for its own
 		}
 	}
+	v.mu.Lock()
+	delete(v.stamps, dir)
+	v.mu.Unlock()
 	return removeVolume(dir)
 }
 
@@ -241,39 +266,96 @@ func (v *tempVolumes) create() (string, error) {
 	if err := os.Mkdir(d, 0o700); err != nil {
 		return "", err
 	}
+	v.restamp(d)
 	return d, nil
 }
 
-// run keeps the ready pool full and removes released directories.
+// restamp records d's metadata as that of a fresh directory.
+func (v *tempVolumes) restamp(d string) {
+	if st, ok := stampOf(d); ok {
+		v.mu.Lock()
+		v.stamps[d] = st
+		v.mu.Unlock()
+	}
+}
+
+// recycle puts a released directory back in the ready pool, and reports
+// whether it did, when the call left no trace in it: it is empty, and its metadata (inode, link count,
+// size, mode, and its access, change and modification times) is what it
+// was when it was last known fresh, so the next call cannot tell it from a
+// new one, nor learn anything of the call before. (A guest that reads the
+// directory changes its access time; one that creates, removes or sets
+// times on anything in it changes its change time.) Anything else is
+// removed. The check is a stat, a read of the directory and a stat, much
+// cheaper than the rmdir and mkdir it saves.
+func (v *tempVolumes) recycle(d string) bool {
+	v.mu.Lock()
+	st, ok := v.stamps[d]
+	delete(v.stamps, d)
+	v.mu.Unlock()
+	if !ok || !untouched(d, st) {
+		return false
+	}
+	v.restamp(d) // after this check's own read of it
+	select {
+	case v.ready <- d:
+		return true
+	default: // the pool is full
+		return false
+	}
+}
+
+// untouched reports whether d still has metadata st and is empty.
+func untouched(d string, st dirStamp) bool {
+	now, ok := stampOf(d)
+	if !ok || now != st {
+		return false
+	}
+	f, err := os.Open(d)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(1)
+	return len(names) == 0 && errors.Is(err, io.EOF)
+}
+
+// run keeps the ready pool filled and removes released directories. New
+// ones are made only when the pool has fallen below half, and only up to
+// half, so that they do not crowd out directories that come back.
 func (v *tempVolumes) run() {
 	defer close(v.done)
-	var spare string
+	v.refill(tempVolumePool)
 	for {
-		if spare == "" {
-			d, err := v.create()
-			if err != nil {
-				v.log.Warn("temp volumes: cannot prepare a directory", zap.Error(err))
-			}
-			spare = d
-		}
-		ready := v.ready
-		if spare == "" {
-			ready = nil // wait for a kick or a release before trying again
-		}
 		select {
-		case ready <- spare:
-			spare = ""
 		case d := <-v.used:
 			v.remove(d)
-			v.drain()
 		case <-v.kick:
 		case reply := <-v.flushReq:
 			v.drain()
 			close(reply)
 		case <-v.quit:
-			if spare != "" {
-				_ = removeVolume(spare)
-			}
+			return
+		}
+		v.drain()
+		if len(v.ready) < tempVolumePool/2 {
+			v.refill(tempVolumePool / 2)
+		}
+	}
+}
+
+// refill makes directories until the ready pool holds n.
+func (v *tempVolumes) refill(n int) {
+	for len(v.ready) < n {
+		d, err := v.create()
+		if err != nil {
+			v.log.Warn("temp volumes: cannot prepare a directory", zap.Error(err))
+			return // the next kick or release tries again
+		}
+		select {
+		case v.ready <- d:
+		default:
+			v.remove(d)
 			return
 		}
 	}
@@ -292,6 +374,9 @@ func (v *tempVolumes) drain() {
 }
 
 func (v *tempVolumes) remove(dir string) {
+	v.mu.Lock()
+	delete(v.stamps, dir)
+	v.mu.Unlock()
 	if err := removeVolume(dir); err != nil {
 		v.log.Warn("temp volumes: cannot remove a call's /volume/tmp", zap.String("dir", dir), zap.Error(err))
 	}

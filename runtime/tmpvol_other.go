@@ -23,3 +23,9 @@ func checkPrivateDir(dir string) error {
 	}
 	return nil
 }
+
+// dirStamp is empty: without the metadata to compare, a released
+// directory is never recycled, only removed.
+type dirStamp struct{}
+
+func stampOf(string) (dirStamp, bool) { return dirStamp{}, false }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -49,8 +50,7 @@ func TestEachCallGetsAFreshTmp(t *testing.T) {
 	released := write()
 	releasedDir := released.TmpDir
 	released.Release()
-	kept := write() // not released: its files stay until Close
-	var dirs []string
+	kept := write()                     // not released: its files stay until Close
 	for i := range 2 * tempVolumePool { // past the prepared pool, into new ones
 		res, err := pkg.Call(context.Background(), CallRequest{Tool: "read_file", Arguments: json.RawMessage(`{"path":"/volume/tmp/left.txt"}`)})
 		if err != nil {
@@ -66,11 +66,16 @@ func TestEachCallGetsAFreshTmp(t *testing.T) {
 		if !strings.HasPrefix(res.TmpDir, root+string(os.PathSeparator)) {
 			t.Fatalf("/volume/tmp %s is not under Config.TempDir %s", res.TmpDir, root)
 		}
-		if res.TmpDir == releasedDir || res.TmpDir == kept.TmpDir || slices.Contains(dirs, res.TmpDir) {
-			t.Fatalf("call %d got a directory another call had: %s", i, res.TmpDir)
+		if res.TmpDir == releasedDir || res.TmpDir == kept.TmpDir {
+			t.Fatalf("call %d got the directory a call wrote in: %s", i, res.TmpDir)
 		}
-		dirs = append(dirs, res.TmpDir)
 		res.Release()
+	}
+	if _, err := os.Stat(releasedDir); !os.IsNotExist(err) {
+		rt.volumes.flush()
+		if _, err := os.Stat(releasedDir); !os.IsNotExist(err) {
+			t.Fatalf("the released directory a call wrote in is still there: %v", err)
+		}
 	}
 	if _, err := os.Stat(filepath.Join(kept.TmpDir, "left.txt")); err != nil {
 		t.Fatalf("an unreleased result lost its file before Close: %v", err)
@@ -84,6 +89,50 @@ func TestEachCallGetsAFreshTmp(t *testing.T) {
 	}
 	if err := kept.Release(); err != nil { // after Close: harmless
 		t.Fatal(err)
+	}
+}
+
+// A released directory the call left no trace in (empty, and every bit of
+// its metadata as it was) goes back to the pool: calls that never touch
+// /volume/tmp create and remove nothing. One the guest changed in any way
+// is removed, even when empty: here its times were set.
+func TestUntouchedTmpIsReused(t *testing.T) {
+	if _, ok := stampOf(t.TempDir()); !ok {
+		t.Skip("no directory metadata to compare on this platform: nothing is reused")
+	}
+	t.Parallel()
+	rt := newRuntimeIn(t, t.TempDir())
+	pkg := load(t, rt, "../testdata/packages/cgreet")
+	greet := func() *Result {
+		res, err := pkg.Call(context.Background(), CallRequest{Tool: "greet", Arguments: json.RawMessage(`{"name":"Ada"}`)})
+		if err != nil || res.Outcome != OutcomeOK {
+			t.Fatalf("greet: %v %+v", err, res)
+		}
+		return res
+	}
+	for range 3 { // the pool fills; released ones come back
+		greet().Release()
+		rt.volumes.flush()
+	}
+	made := rt.volumes.seq.Load()
+	for i := range 20 {
+		greet().Release()
+		rt.volumes.flush()
+		if n := rt.volumes.seq.Load(); n != made {
+			t.Fatalf("call %d: %d directories made for calls that never touched /volume/tmp", i, n-made)
+		}
+	}
+
+	res := greet()
+	old := time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)
+	if err := os.Chtimes(res.TmpDir, old, old); err != nil { // as path_filestat_set_times would
+		t.Fatal(err)
+	}
+	dir := res.TmpDir
+	res.Release()
+	rt.volumes.flush()
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("a directory whose times were set went back to the pool (stat: %v)", err)
 	}
 }
 

@@ -49,3 +49,13 @@ func checkPrivateDir(dir string) error {
 	}
 	return nil
 }
+
+// dirStamp is a directory's metadata, all of it: two stamps are equal
+// only if nothing about the directory changed.
+type dirStamp = syscall.Stat_t
+
+func stampOf(dir string) (dirStamp, bool) {
+	var st syscall.Stat_t
+	err := syscall.Lstat(dir, &st)
+	return st, err == nil
+}
