@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -73,6 +74,12 @@ type Runtime struct {
 	observer Observer
 	volumes  *tempVolumes
 	admit    *admission
+	// modConfig is every instance's module configuration, made once: no
+	// name, no start functions (runInstance calls _start), and a random
+	// source that costs nothing to set up (wazero would otherwise seed a
+	// math/rand source per instance, 7% of a C call; our own WASI layer
+	// answers random_get from crypto/rand and never reads it).
+	modConfig wazero.ModuleConfig
 }
 
 // New creates a Runtime.
@@ -101,7 +108,8 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		maxInstances = goruntime.NumCPU()
 	}
 	rt := &Runtime{log: log, limits: lim, client: protocol.ClientInfo{Name: "subako", Version: Version}, observer: cfg.Observer,
-		admit: newAdmission(maxInstances)}
+		admit:     newAdmission(maxInstances),
+		modConfig: wazero.NewModuleConfig().WithName("").WithStartFunctions().WithRandSource(rand.Reader)}
 	if cfg.CompilationCacheDir != "" {
 		cache, err := wazero.NewCompilationCacheWithDir(cfg.CompilationCacheDir)
 		if err != nil {

@@ -150,7 +150,7 @@ func (rt *Runtime) startSession(parent context.Context, cfg instanceConfig, log 
 // runInstance instantiates the module (running any start section) and then
 // calls _start. wazero reports exit code 0 as success.
 func (rt *Runtime) runInstance(ctx context.Context, compiled wazero.CompiledModule) error {
-	mod, err := rt.wz.InstantiateModule(ctx, compiled, wazero.NewModuleConfig().WithName("").WithStartFunctions())
+	mod, err := rt.wz.InstantiateModule(ctx, compiled, rt.modConfig)
 	if err != nil {
 		return err
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -308,16 +307,7 @@ func (v *tempVolumes) recycle(d string) bool {
 // untouched reports whether d still has metadata st and is empty.
 func untouched(d string, st dirStamp) bool {
 	now, ok := stampOf(d)
-	if !ok || now != st {
-		return false
-	}
-	f, err := os.Open(d)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	names, err := f.Readdirnames(1)
-	return len(names) == 0 && errors.Is(err, io.EOF)
+	return ok && now == st && emptyDir(d)
 }
 
 // run keeps the ready pool filled and removes released directories. New

@@ -29,3 +29,5 @@ func checkPrivateDir(dir string) error {
 type dirStamp struct{}
 
 func stampOf(string) (dirStamp, bool) { return dirStamp{}, false }
+
+func emptyDir(string) bool { return false }

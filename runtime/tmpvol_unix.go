@@ -59,3 +59,29 @@ func stampOf(dir string) (dirStamp, bool) {
 	err := syscall.Lstat(dir, &st)
 	return st, err == nil
 }
+
+// emptyDir reports whether dir has no entries, with plain system calls:
+// os.Open would also try to register the descriptor with the poller.
+func emptyDir(dir string) bool {
+	fd, err := syscall.Open(dir, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer syscall.Close(fd)
+	var buf [1024]byte
+	for {
+		n, err := syscall.ReadDirent(fd, buf[:])
+		if errors.Is(err, syscall.EINTR) {
+			continue
+		}
+		if err != nil {
+			return false
+		}
+		if n <= 0 {
+			return true
+		}
+		if _, count, _ := syscall.ParseDirent(buf[:n], 1, nil); count > 0 { // "." and ".." do not count
+			return false
+		}
+	}
+}
