@@ -139,8 +139,9 @@ func (p *Package) Call(ctx context.Context, req CallRequest) (*Result, error) {
 	if len(args) == 0 {
 		args = []byte("{}")
 	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(args, &obj); err != nil || obj == nil {
+	// Valid JSON that starts with "{" is an object; checking so does not
+	// decode it into a map (the module decodes it).
+	if args[0] != '{' || !json.Valid(args) {
 		return nil, &CallError{CodeBadArguments, "arguments must be a JSON object"}
 	}
 	lim := p.rt.limits
