@@ -189,7 +189,14 @@ func (c *callRun) awaitGone() {
 	c.s.abort() // a no-op once the instance ended
 	select {
 	case <-c.gone:
-	case <-time.After(endGrace):
+		return
+	default:
+	}
+	t := time.NewTimer(endGrace)
+	defer t.Stop()
+	select {
+	case <-c.gone:
+	case <-t.C:
 	}
 }
 
