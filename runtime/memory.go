@@ -22,6 +22,7 @@ import (
 // slice (memory_slice.go).
 type memoryLimit struct {
 	limit   uint64
+	pool    *memoryPool // the Runtime's; nil: none
 	peak    atomic.Uint64
 	refusal atomic.Bool
 
@@ -39,7 +40,9 @@ type linearMemory interface {
 	unmap()
 }
 
-func newMemoryLimit(limit uint64) *memoryLimit { return &memoryLimit{limit: limit} }
+func newMemoryLimit(limit uint64, pool *memoryPool) *memoryLimit {
+	return &memoryLimit{limit: limit, pool: pool}
+}
 
 // Allocate implements experimental.MemoryAllocator.
 func (m *memoryLimit) Allocate(capacity, max uint64) experimental.LinearMemory {

@@ -5,6 +5,7 @@ package runtime
 import (
 	"os"
 	goruntime "runtime"
+	"sync"
 	"syscall"
 )
 
@@ -18,13 +19,19 @@ import (
 // Only 64-bit address spaces: reserving the 4 GiB a 32-bit module can use
 // costs nothing there.
 type mappedMemory struct {
-	owner     *memoryLimit
-	max       uint64
-	mem       []byte // the reservation, as syscall.Mmap returned it; nil once unmapped
-	committed uint64 // bytes of mem that are read-write
-	freed     bool   // wazero closed the module: no more growth
+	owner    *memoryLimit
+	max      uint64
+	res      *reservation // nil once given back
+	freed    bool         // wazero closed the module: no more growth
+	fallback *sliceMemory
+}
+
+// reservation is one mapping: its first committed bytes are read-write,
+// the rest inaccessible.
+type reservation struct {
+	mem       []byte // as syscall.Mmap returned it
+	committed uint64
 	cleanup   goruntime.Cleanup
-	fallback  *sliceMemory
 }
 
 func newLinearMemory(owner *memoryLimit, max uint64) linearMemory {
@@ -33,17 +40,22 @@ func newLinearMemory(owner *memoryLimit, max uint64) linearMemory {
 		return l
 	}
 	page := uint64(os.Getpagesize())
-	reserve := (max + page - 1) &^ (page - 1)
-	mem, err := syscall.Mmap(-1, 0, int(reserve), syscall.PROT_NONE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
+	size := (max + page - 1) &^ (page - 1)
+	if r := owner.pool.get(size); r != nil {
+		l.res = r
+		return l
+	}
+	mem, err := syscall.Mmap(-1, 0, int(size), syscall.PROT_NONE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
 	if err != nil {
 		// Address space can be capped (ulimit -v); a Go slice still works.
 		l.fallback = &sliceMemory{owner: owner, max: max}
 		return l
 	}
-	l.mem = mem
-	// A safety net only: release unmaps on every path the runtime knows.
-	// The cleanup holds the mapping, not l, so l can become unreachable.
-	l.cleanup = goruntime.AddCleanup(l, func(mem []byte) { _ = syscall.Munmap(mem) }, mem)
+	r := &reservation{mem: mem}
+	// A safety net only: release unmaps or pools on every path the runtime
+	// knows. The cleanup holds the mapping, not r, so r can be collected.
+	r.cleanup = goruntime.AddCleanup(r, func(mem []byte) { _ = syscall.Munmap(mem) }, mem)
+	l.res = r
 	return l
 }
 
@@ -62,24 +74,25 @@ func (l *mappedMemory) Reallocate(size uint64) []byte {
 	if l.max == 0 {
 		return []byte{}
 	}
-	if l.mem == nil || l.freed {
+	r := l.res
+	if r == nil || l.freed {
 		return nil
 	}
-	if size > l.committed {
+	if size > r.committed {
 		// Wasm pages (64 KiB) are whole OS pages, but round anyway: the
 		// reservation was rounded the same way, so end stays inside it.
 		page := uint64(os.Getpagesize())
 		end := (size + page - 1) &^ (page - 1)
-		if err := syscall.Mprotect(l.mem[l.committed:end], syscall.PROT_READ|syscall.PROT_WRITE); err != nil {
+		if err := syscall.Mprotect(r.mem[r.committed:end], syscall.PROT_READ|syscall.PROT_WRITE); err != nil {
 			l.owner.refusal.Store(true)
 			return nil
 		}
-		l.committed = end
+		r.committed = end
 	}
 	l.owner.grew(size)
-	// The capacity is the length: nothing may reach the reserved pages
-	// beyond it through this slice.
-	return l.mem[:size:size]
+	// The capacity is the length: nothing may reach the pages beyond it
+	// through this slice (committed ones of a pooled reservation included).
+	return r.mem[:size:size]
 }
 
 // Free implements experimental.LinearMemory. wazero calls it as the module
@@ -95,15 +108,91 @@ func (l *mappedMemory) Free() {
 	l.freed = true
 }
 
-// unmap returns the memory to the OS. It is safe to call more than once.
+// unmap gives the memory back: a small one to the pool, zeroed, any other
+// to the OS. It is safe to call more than once.
 func (l *mappedMemory) unmap() {
 	if l.fallback != nil {
 		l.fallback.unmap()
 		return
 	}
-	if l.mem != nil {
-		l.cleanup.Stop()
-		_ = syscall.Munmap(l.mem)
-		l.mem, l.committed, l.freed = nil, 0, true
+	r := l.res
+	l.res, l.freed = nil, true
+	if r != nil && !l.owner.pool.put(r) {
+		r.cleanup.Stop()
+		_ = syscall.Munmap(r.mem)
+	}
+}
+
+// memoryPool keeps a few reservations of instances that used little
+// memory, their committed pages zeroed and still mapped, for the next
+// instances of the Runtime. A fresh mapping costs a page fault for every
+// page the guest touches (the kernel zeroes each on first use; 2–3 µs a
+// page on a loaded virtual machine, and a C call touches 32 of them); a
+// pooled one costs clearing the bytes the last instance committed, a few
+// µs. Memories that committed more than poolKeep are unmapped, so what the
+// pool holds is at most poolSize × poolKeep.
+type memoryPool struct {
+	mu     sync.Mutex
+	idle   []*reservation
+	max    int
+	closed bool
+}
+
+// poolKeep is the most committed memory a pooled reservation may have: a Go
+// guest's runtime starts with about 4 MiB.
+const poolKeep = 8 << 20
+
+func newMemoryPool(n int) *memoryPool { return &memoryPool{max: n} }
+
+// get takes a pooled reservation of exactly size bytes, or nil.
+func (p *memoryPool) get(size uint64) *reservation {
+	if p == nil {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i := len(p.idle) - 1; i >= 0; i-- {
+		if r := p.idle[i]; uint64(len(r.mem)) == size {
+			p.idle = append(p.idle[:i], p.idle[i+1:]...)
+			return r
+		}
+	}
+	return nil
+}
+
+// put zeroes r's committed bytes and keeps it, if it is small and there is
+// room; false means the caller unmaps it.
+func (p *memoryPool) put(r *reservation) bool {
+	if p == nil || r.committed > poolKeep {
+		return false
+	}
+	p.mu.Lock()
+	full := p.closed || len(p.idle) >= p.max
+	p.mu.Unlock()
+	if full {
+		return false
+	}
+	// Every byte the instance could have written is below committed; the
+	// pages above it were never writable. So the next instance finds zeroes
+	// only, as in a fresh memory.
+	clear(r.mem[:r.committed])
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed || len(p.idle) >= p.max {
+		return false
+	}
+	p.idle = append(p.idle, r)
+	return true
+}
+
+// close unmaps every pooled reservation.
+func (p *memoryPool) close() {
+	p.mu.Lock()
+	idle := p.idle
+	p.idle, p.closed = nil, true
+	p.mu.Unlock()
+	for _, r := range idle {
+		r.cleanup.Stop()
+		_ = syscall.Munmap(r.mem)
 	}
 }

@@ -21,7 +21,7 @@ import (
 func TestMemoryLimitAllocator(t *testing.T) {
 	t.Parallel()
 	const page = 65536 // limits.WasmPageSize, untyped
-	m := newMemoryLimit(4 * page)
+	m := newMemoryLimit(4*page, nil)
 	mem := m.Allocate(0, 16*page) // the module allows more than the call
 	b := mem.Reallocate(page)
 	if len(b) != page {

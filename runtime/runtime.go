@@ -74,6 +74,7 @@ type Runtime struct {
 	observer Observer
 	volumes  *tempVolumes
 	admit    *admission
+	memPool  *memoryPool
 	// modConfig is every instance's module configuration, made once: no
 	// name, no start functions (runInstance calls _start), and a random
 	// source that costs nothing to set up (wazero would otherwise seed a
@@ -109,6 +110,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	}
 	rt := &Runtime{log: log, limits: lim, client: protocol.ClientInfo{Name: "subako", Version: Version}, observer: cfg.Observer,
 		admit:     newAdmission(maxInstances),
+		memPool:   newMemoryPool(max(2, goruntime.NumCPU())),
 		modConfig: wazero.NewModuleConfig().WithName("").WithStartFunctions().WithRandSource(rand.Reader)}
 	if cfg.CompilationCacheDir != "" {
 		cache, err := wazero.NewCompilationCacheWithDir(cfg.CompilationCacheDir)
@@ -150,6 +152,7 @@ func (rt *Runtime) Close(ctx context.Context) error {
 	if rt.cache != nil {
 		err = errors.Join(err, rt.cache.Close(ctx))
 	}
+	rt.memPool.close()
 	return errors.Join(err, rt.volumes.close())
 }
 

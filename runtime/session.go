@@ -88,7 +88,7 @@ func (rt *Runtime) startSession(parent context.Context, cfg instanceConfig, log 
 		lim:       lim,
 		stdin:     wasi.NewStdin(),
 		stderr:    newStderrTail(lim.StderrTail, log),
-		memory:    newMemoryLimit(uint64(lim.Memory)),
+		memory:    newMemoryLimit(uint64(lim.Memory), rt.memPool),
 		fuel:      fuel.NewMeter(lim.Fuel),
 		done:      make(chan error, 1),
 		responses: make(chan protocol.Message, 1),
