@@ -113,6 +113,9 @@ type Result struct {
 	TmpDir string
 
 	volumes *tempVolumes // set when the runtime made TmpDir
+	// reuse says TmpDir may go back to the pool if the call left it
+	// untouched: false when the instance could not be seen to end.
+	reuse bool
 }
 
 // Release gives back the call's /volume/tmp when the runtime made it: the
@@ -124,7 +127,7 @@ func (r *Result) Release() error {
 	}
 	v := r.volumes
 	r.volumes = nil
-	return v.put(r.TmpDir)
+	return v.put(r.TmpDir, r.reuse)
 }
 
 // Call runs one tools/call in a fresh instance. An error means the host
@@ -184,19 +187,21 @@ type callRun struct {
 // awaitGone waits until the ended instance has given its memory back, so
 // that a call returns with its memory in the OS. The wait is short (the
 // unmap, after the instance reported its end) and bounded, for an instance
-// the session had to abandon.
-func (c *callRun) awaitGone() {
+// the session had to abandon; false means it was not seen to end.
+func (c *callRun) awaitGone() bool {
 	c.s.abort() // a no-op once the instance ended
 	select {
 	case <-c.gone:
-		return
+		return true
 	default:
 	}
 	t := time.NewTimer(endGrace)
 	defer t.Stop()
 	select {
 	case <-c.gone:
+		return true
 	case <-t.C:
+		return false
 	}
 }
 
@@ -305,7 +310,9 @@ func (p *Package) call(ctx context.Context, tool string, args json.RawMessage, r
 		}
 	}
 	res.Stats = c.stats()
-	c.awaitGone()
+	// A guest still running could write into /volume/tmp after Release:
+	// such a directory must never go back to the pool.
+	res.reuse = c.awaitGone()
 	switch {
 	case crash != nil:
 		res.Outcome, res.Crash = OutcomeCrashed, crash

@@ -76,7 +76,7 @@ func (p *Package) Probe(ctx context.Context, pr Probe, req CallRequest) (*ProbeR
 		if err != nil {
 			return nil, err
 		}
-		defer p.rt.volumes.put(dir)
+		defer p.rt.volumes.put(dir, false) // probes are rare: not worth proving the instance gone
 		tmp = dir
 	}
 	log := p.rt.log.With(zap.String("package", p.name), zap.String("probe", "raw"))

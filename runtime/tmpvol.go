@@ -242,9 +242,11 @@ func (v *tempVolumes) wake() {
 // no trace in it (a few system calls here: waiting for a goroutine to do
 // it would let the pool run dry under load), else to the goroutine that
 // removes it.
-func (v *tempVolumes) put(dir string) error {
+//
+// reuse false forbids the pool: the instance may not be gone.
+func (v *tempVolumes) put(dir string, reuse bool) error {
 	if !v.closed.Load() {
-		if v.recycle(dir) {
+		if reuse && v.recycle(dir) {
 			return nil
 		}
 		select {
