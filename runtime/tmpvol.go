@@ -96,7 +96,16 @@ func openTempVolumes(root string, log *zap.Logger) (*tempVolumes, error) {
 		quit:     make(chan struct{}),
 		done:     make(chan struct{}),
 	}
-	id, lock, err := claimTempDir(root)
+	// A runtime sweeping at this moment may take a lock file in the instant
+	// between its creation and its locking, and remove it: then try anew.
+	var id string
+	var lock *os.File
+	var err error
+	for range 3 {
+		if id, lock, err = claimTempDir(root); err == nil {
+			break
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("temp volumes: %w", err)
 	}
