@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -291,4 +292,37 @@ func TestKilledHostChild(t *testing.T) {
 	os.Stdout.WriteString("child volumes: " + rt.volumes.dir + "\n")
 	_, _ = pkg.Call(context.Background(), CallRequest{Tool: "timeout_sleep"}) // killed in here
 	t.Fatal("the sleeping call returned before the kill")
+}
+
+// Runtimes starting at once on one root, each sweeping it, all start and
+// none removes another's directory.
+func TestRuntimesStartingTogetherKeepTheirDirectories(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	const n = 8
+	rts := make([]*Runtime, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rts[i], errs[i] = New(context.Background(), Config{TempDir: root})
+		}()
+	}
+	wg.Wait()
+	for i, rt := range rts {
+		if errs[i] != nil {
+			t.Fatalf("runtime %d: %v", i, errs[i])
+		}
+		defer rt.Close(context.Background())
+	}
+	for i, rt := range rts {
+		if _, err := os.Stat(rt.volumes.dir); err != nil {
+			t.Errorf("runtime %d lost its directory: %v", i, err)
+		}
+		if _, err := os.Stat(rt.volumes.dir + ".lock"); err != nil {
+			t.Errorf("runtime %d lost its lock file: %v", i, err)
+		}
+	}
 }
