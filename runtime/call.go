@@ -118,9 +118,11 @@ type Result struct {
 	reuse bool
 }
 
-// Release gives back the call's /volume/tmp when the runtime made it: the
-// directory is removed right after, off the caller's path, and at the
-// latest when the Runtime closes. Files the view links to are gone then.
+// Release gives back the call's /volume/tmp when the runtime made it: a
+// directory the call left no trace in goes back to the runtime's pool of
+// empty ones; any other is removed right after, off the caller's path, and
+// at the latest when the Runtime closes. Files the view links to are gone
+// then. Release is safe to call more than once, and after Runtime.Close.
 func (r *Result) Release() error {
 	if r.volumes == nil || r.TmpDir == "" {
 		return nil
