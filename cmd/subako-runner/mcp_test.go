@@ -487,7 +487,12 @@ func TestMCPWatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "module.wasm"), cgreet, 0o644); err != nil {
+	// One rename, as a build tool that writes atomically does: the watcher
+	// must not be able to catch the file half written.
+	if err := os.WriteFile(filepath.Join(dir, "module.wasm.new"), cgreet, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(dir, "module.wasm.new"), filepath.Join(dir, "module.wasm")); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, func() bool { return strings.Contains(stdout.String(), `"method":"notifications/tools/list_changed"`) })

@@ -59,9 +59,7 @@ func TestWatch(t *testing.T) {
 	}
 
 	module := filepath.Join(dir, runtime.ModuleFile)
-	if err := os.WriteFile(module, []byte("\x00asm\x01\x00\x00\x00 half a build"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	replaceFile(t, module, []byte("\x00asm\x01\x00\x00\x00 half a build"))
 	if r := <-reloads; r.err == nil {
 		t.Fatalf("a broken module was loaded (%d tools)", r.tools)
 	}
@@ -79,9 +77,7 @@ func TestWatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(module, cgreet, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	replaceFile(t, module, cgreet)
 	if r := <-reloads; r.err != nil || r.tools != 2 {
 		t.Fatalf("reload: %d tools, %v", r.tools, r.err)
 	}
@@ -97,5 +93,20 @@ func TestWatch(t *testing.T) {
 		if res := call(t, context.Background(), cs, "trap", map[string]any{}); !res.IsError {
 			t.Errorf("%s: the new tool did not run the new module", v)
 		}
+	}
+}
+
+// replaceFile puts data at path in one rename, so the watcher never sees
+// the file half written: what it loads is exactly the build the test
+// stages (an os.WriteFile truncates first, and on a loaded machine the
+// empty file can hold still for a whole poll).
+func replaceFile(t *testing.T, path string, data []byte) {
+	t.Helper()
+	tmp := path + ".new"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
 	}
 }
