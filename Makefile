@@ -44,6 +44,8 @@ vet:
 TEST_CACHE := $(CURDIR)/.cache/compiled
 
 test: fmt-check vet mcp-clients
+	@command -v chromium >/dev/null 2>&1 || command -v "$$SUBAKO_CHROMIUM" >/dev/null 2>&1 || \
+	  echo '*** chromium is not installed: the browser tests of inspect are SKIPPED (apt-get install chromium; .ci/run installs it, and in CI they fail without it) ***' >&2
 	SUBAKO_TEST_COMPILATION_CACHE=$(TEST_CACHE) $(GO) test -timeout 15m ./...
 	SUBAKO_TEST_COMPILATION_CACHE=$(TEST_CACHE) $(GO) test -race -short -run '^(Test|Fuzz)' -timeout 15m ./...
 
