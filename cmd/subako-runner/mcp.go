@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -87,7 +86,7 @@ func runMCP(ctx context.Context, e *env, h *hostFlags, c *callFlags, m *mcpFlags
 	defer rt.Close(ctx)
 	pkg, err := rt.Load(ctx, path)
 	if err != nil {
-		return reportRejectedOnStderr(e, path, err)
+		return reportRejectedOnStderr(ctx, e, path, err)
 	}
 	srv := mcpserve.New(pkg, mcpserve.Options{
 		Logger: cfg.Logger, Call: req, KeepTmp: c.volumes.keepTmp,
@@ -147,14 +146,13 @@ func runMCP(ctx context.Context, e *env, h *hostFlags, c *callFlags, m *mcpFlags
 
 // reportRejectedOnStderr is reportPackageError for a command whose stdout
 // belongs to the protocol: every reason goes to stderr.
-func reportRejectedOnStderr(e *env, path string, err error) int {
-	var rej *runtime.RejectedError
-	if !errors.As(err, &rej) {
-		return fail(e, "%v", err)
+func reportRejectedOnStderr(ctx context.Context, e *env, path string, err error) int {
+	if code, ok := interrupted(ctx, e, err); ok {
+		return code
 	}
-	code := exitRejected
-	if rej.Crash != nil {
-		code = exitCrashed
+	rej, code := rejection(e, err)
+	if rej == nil {
+		return code
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "subako-runner: %s was rejected, nothing is served: %d problem(s)\n", path, len(rej.Rejections))
