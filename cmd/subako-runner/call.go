@@ -94,9 +94,14 @@ func runCall(ctx context.Context, e *env, h *hostFlags, c *callFlags, path strin
 		return fail(e, "%v", err)
 	}
 	keep := c.volumes.keepTmp
+	removed := "" // the volume whose files are gone when the command ends
 	if !keep {
-		// Released before printing, so the output names only host paths
-		// that still exist when the command has ended.
+		// The runtime removes a volume it made off the caller's path, so
+		// its files may still be there while this prints: the output names
+		// only host paths that outlive the command.
+		if req.Tmp == "" {
+			removed = res.TmpDir
+		}
 		if err := res.Release(); err != nil {
 			fmt.Fprintf(e.stderr, "subako-runner: WARNING: %v\n", err)
 		}
@@ -117,7 +122,7 @@ func runCall(ctx context.Context, e *env, h *hostFlags, c *callFlags, path strin
 		writeJSON(e, rep)
 		return code
 	}
-	if hidden := printCall(e.stdout, res); hidden {
+	if hidden := printCall(e.stdout, res, removed); hidden {
 		fmt.Fprintln(e.stdout, "(the files under /volume/tmp were removed with it; --keep-tmp keeps them)")
 	}
 	if keep {
@@ -142,10 +147,15 @@ func interrupted(ctx context.Context, e *env, err error) (int, bool) {
 }
 
 // printCall prints the model view; hidden says whether a volume file's
-// host path was left out because the file is gone.
-func printCall(w io.Writer, res *runtime.Result) (hidden bool) {
+// host path was left out because the file is gone, or is in removed (the
+// released /volume/tmp, going away).
+func printCall(w io.Writer, res *runtime.Result, removed string) (hidden bool) {
 	exists := func(p string) bool {
 		if p == "" {
+			return false
+		}
+		if removed != "" && strings.HasPrefix(p, removed+string(filepath.Separator)) {
+			hidden = true
 			return false
 		}
 		_, err := os.Stat(p)

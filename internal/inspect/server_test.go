@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/subako/subako-runner/internal/testguest"
 	"github.com/subako/subako-runner/runtime"
@@ -294,8 +295,14 @@ func TestHistoryReleasesOldVolumes(t *testing.T) {
 	for range 4 {
 		do(t, hs, srv.Token(), "POST", "/api/call", map[string]any{"tool": "greet", "arguments": map[string]any{"name": "x"}}, nil)
 	}
-	if _, err := os.Stat(tmp); !os.IsNotExist(err) {
-		t.Fatalf("the evicted call's /volume/tmp is still there: %v", err)
+	// The runtime removes a released volume off the caller's path: wait for
+	// it (the bound only turns a leak into a failure; nothing is timed).
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(tmp); os.IsNotExist(err) {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("the evicted call's /volume/tmp is still there: %v", err)
+		}
 	}
 	var hist []callSummary
 	do(t, hs, srv.Token(), "GET", "/api/calls", nil, &hist)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 
@@ -227,6 +228,15 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 	defer s.release(ctx, h)
 	cr := s.opts.Call
 	cr.Tool, cr.Arguments = req.Params.Name, req.Params.Arguments
+	if s.opts.KeepTmp && cr.Tmp == "" {
+		// The runtime removes the volumes it makes when it closes; a kept
+		// one is made here, where nothing sweeps it.
+		dir, err := os.MkdirTemp("", "subako-tmp-")
+		if err != nil {
+			return textResult(true, "subako-runner could not make the call's /volume/tmp: "+err.Error()), nil
+		}
+		cr.Tmp = dir
+	}
 	res, err := h.pkg.Call(ctx, cr)
 	if ctx.Err() != nil {
 		// The client cancelled (notifications/cancelled, a closed HTTP

@@ -61,7 +61,9 @@ func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	core, logs := observer.New(zap.DebugLevel)
 	f := &fixture{calls: newCalls(), logs: logs, log: zap.New(core)}
-	rt, err := runtime.New(context.Background(), runtime.Config{Logger: f.log, Observer: f.calls, CompilationCacheDir: compiledCache})
+	// MaxInstances: no bound, so that the concurrency tests see their
+	// instances alive at once (by default calls beyond the CPUs queue).
+	rt, err := runtime.New(context.Background(), runtime.Config{Logger: f.log, Observer: f.calls, CompilationCacheDir: compiledCache, MaxInstances: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
