@@ -41,7 +41,7 @@ type instanceConfig struct {
 	limits   limits.Limits
 	deadline time.Time
 	wasi     wasi.Config
-	http     *subakohttp.Call // nil: requests are refused as in discovery
+	http     *subakohttp.Call
 }
 
 // session drives one module instance over stdio: it writes one request at a
@@ -109,10 +109,7 @@ func (rt *Runtime) startSession(parent context.Context, cfg instanceConfig, log 
 	wcfg.MaxStdioWrite = lim.StdoutLine // one fd_write moves at most one line's worth
 	inst := wasi.NewInstance(wcfg)
 
-	ictx := wasi.WithInstance(ctx, inst)
-	if cfg.http != nil {
-		ictx = subakohttp.WithCall(ictx, cfg.http)
-	}
+	ictx := subakohttp.WithCall(wasi.WithInstance(ctx, inst), cfg.http)
 	ictx = experimental.WithMemoryAllocator(ictx, s.memory)
 	ictx = fuel.WithTableBudget(fuel.WithMeter(ictx, s.fuel), s.memory)
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/subako/subako-runner/fsmount"
+	"github.com/subako/subako-runner/internal/abi"
 	"github.com/subako/subako-runner/limits"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -80,6 +81,23 @@ func (h *hostBench) call(ctx context.Context, fn hostFunc, args ...uint64) (errn
 	stack := make([]uint64, max(len(args), 1))
 	copy(stack, args)
 	return fn(ctx, h.in, h.mod, stack), false
+}
+
+// entry is one function of the table in witx order, with its
+// implementation (nil for proc_exit).
+type entry struct {
+	name   string
+	params []api.ValueType
+	fn     hostFunc
+}
+
+func table() []entry {
+	fns := impls()
+	var out []entry
+	for f := range abi.Functions(ModuleName) {
+		out = append(out, entry{f.Name, f.Params(), fns[f.Name]})
+	}
+	return out
 }
 
 func fnByName(name string) hostFunc {

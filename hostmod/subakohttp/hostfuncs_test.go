@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -18,6 +19,7 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 
+	"github.com/subako/subako-runner/internal/abi"
 	"github.com/subako/subako-runner/limits"
 )
 
@@ -202,15 +204,20 @@ func TestHostFunctionsCopyRequestAtOnce(t *testing.T) {
 	}
 }
 
-func TestHostFunctionsWithoutCallDenyAll(t *testing.T) {
-	g := newGuest(t, nil)
-	r := g.roundTrip(`{"url":"https://api.example.com/"}`)
-	wantKind(t, r, KindHostNotAllowed)
-	if !strings.Contains(r.Error.Message, "discovery") {
-		t.Fatalf("message %q", r.Error.Message)
-	}
-	if got := g.readResponse(0, 10); got != -2 {
-		t.Fatalf("read_response = %d, want -2", got)
+// TestHostFunctionsWithoutCallEndTheCall: without a Call in the context
+// both functions end the call with abi.ErrNoState (no shared state that
+// outlives the instance, no host panic), and a second instance of the same
+// runtime is no different.
+func TestHostFunctionsWithoutCallEndTheCall(t *testing.T) {
+	for range 2 {
+		g := newGuest(t, nil)
+		g.put(0, `{"url":"https://api.example.com/"}`)
+		for _, name := range []string{"request", "read_response"} {
+			_, err := g.mod.ExportedFunction(name).Call(g.ctx, 0, 10)
+			if !errors.Is(err, abi.ErrNoState) || !strings.Contains(err.Error(), "subako_http."+name) || !strings.Contains(err.Error(), "WithCall") {
+				t.Fatalf("%s without a Call: %v, want abi.ErrNoState naming it", name, err)
+			}
+		}
 	}
 }
 

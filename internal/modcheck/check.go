@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/subako/subako-runner/internal/abi"
 	"github.com/subako/subako-runner/internal/wasmbin"
 	"github.com/subako/subako-runner/limits"
 )
@@ -146,7 +147,7 @@ func (c *checker) imports() {
 			// Neither host module provides anything but functions, so the
 			// import cannot link either: say so with the code a linker
 			// failure has, naming the module when it is not a host one.
-			if _, known, _ := lookupSig(im.Module, ""); known {
+			if _, known, _ := lookupImport(im.Module, ""); known {
 				c.add(CodeUnknownImport, "import %q.%q: %s provides only functions, no %s named %q", im.Module, im.Name, im.Module, im.Kind, im.Name)
 			} else {
 				c.add(CodeUnknownImport, "import %q.%q: subako provides only wasi_snapshot_preview1 and subako_http imports", im.Module, im.Name)
@@ -156,7 +157,7 @@ func (c *checker) imports() {
 			}
 			continue
 		}
-		s, moduleKnown, ok := lookupSig(im.Module, im.Name)
+		s, moduleKnown, ok := lookupImport(im.Module, im.Name)
 		switch {
 		case !moduleKnown:
 			hint := ""
@@ -167,8 +168,8 @@ func (c *checker) imports() {
 		case !ok:
 			c.add(CodeUnknownImport, "import %q.%q: %s has no function named %q", im.Module, im.Name, im.Module, im.Name)
 		case c.typesOK:
-			if got := c.m.Types[im.TypeIndex]; !s.sameType(got) {
-				c.add(CodeImportSignature, "import %q.%q has type %s, but %s.%s is %s", im.Module, im.Name, got, im.Module, im.Name, s.funcType())
+			if got := c.m.Types[im.TypeIndex]; !abi.Matches(s, got.Params, got.Results) {
+				c.add(CodeImportSignature, "import %q.%q has type %s, but %s.%s is %s", im.Module, im.Name, got, im.Module, im.Name, funcType(s))
 			}
 		}
 	}

@@ -12,6 +12,7 @@
 // (module_too_complex) and its tables against the memory limit
 // (table_too_large), in the same linear walk, so that what it passes
 // compiles and instantiates in bounded time and memory; CheckStructure runs
-// only those, for paths that compile without the full checks. It also holds the import allowlist (WASIFunctions,
-// SubakoHTTPFunctions, LookupImport) for the host layers to share.
+// only those, for paths that compile without the full checks. Imports are
+// checked against internal/abi, the table the host modules are defined
+// from.
 package modcheck
