@@ -65,7 +65,7 @@ func (h *hostBench) fresh() {
 }
 
 // call runs one host function; a panic other than a *sys.ExitError fails.
-func (h *hostBench) call(ctx context.Context, fn hostFunc, args ...uint64) (errno Errno, exited bool) {
+func (h *hostBench) call(ctx context.Context, fn hostFunc, args ...uint64) (errno errnum, exited bool) {
 	defer func() {
 		if r := recover(); r != nil {
 			var ee *sys.ExitError
@@ -94,7 +94,7 @@ type entry struct {
 func table() []entry {
 	fns := impls()
 	var out []entry
-	for f := range abi.Functions(ModuleName) {
+	for f := range abi.Functions(moduleName) {
 		out = append(out, entry{f.Name, f.Params(), fns[f.Name]})
 	}
 	return out
@@ -119,8 +119,8 @@ func TestOutOfRangePointersAreEFAULT(t *testing.T) {
 	m.m.Write(100, []byte("file"))
 	m.putU32(200, bad)
 	m.putU32(204, 16)
-	errno, _ := h.call(h.ctx, pathOpen, 3, 1, 100, 4, 0, RightFdRead|RightFdWrite|RightFdSeek|RightFdTell, 0, 0, 300)
-	if errno != ErrnoSuccess {
+	errno, _ := h.call(h.ctx, pathOpen, 3, 1, 100, 4, 0, rightFdRead|rightFdWrite|rightFdSeek|rightFdTell, 0, 0, 300)
+	if errno != errnoSuccess {
 		t.Fatalf("path_open: %d", errno)
 	}
 	file, _ := m.u32(300)
@@ -168,7 +168,7 @@ func TestOutOfRangePointersAreEFAULT(t *testing.T) {
 	}
 	for _, tt := range tests {
 		errno, exited := h.call(h.ctx, fnByName(tt.name), tt.args...)
-		if exited || errno != ErrnoFault {
+		if exited || errno != errnoFault {
 			t.Errorf("%s%v = %d (exited %v), want EFAULT", tt.name, tt.args, errno, exited)
 		}
 	}
@@ -202,7 +202,7 @@ func FuzzHostCalls(f *testing.F) {
 			}
 		}
 		errno, _ := h.call(ctx, ent.fn, args[:len(ent.params)]...)
-		if errno > ErrnoNotcapable {
+		if errno > errnoNotcapable {
 			t.Fatalf("%s returned errno %d", ent.name, errno)
 		}
 	})

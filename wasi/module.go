@@ -13,16 +13,16 @@ import (
 	"github.com/subako/subako-runner/internal/abi"
 )
 
-// ModuleName is the import module name of WASI preview 1.
-const ModuleName = abi.ModuleWASI
+// moduleName is the import module name of WASI preview 1.
+const moduleName = abi.ModuleWASI
 
-// ExitCodeAborted is the exit code an instance ends with when the host
+// exitCodeAborted is the exit code an instance ends with when the host
 // stopped it for a reason of its own: a Stdout or Stderr writer returned an
 // error, or the Instance was closed while the guest waited. The host knows
 // (and records) the reason; the guest never sees this code.
-const ExitCodeAborted uint32 = 0xfffffffe
+const exitCodeAborted uint32 = 0xfffffffe
 
-type hostFunc func(ctx context.Context, in *Instance, mod api.Module, p []uint64) Errno
+type hostFunc func(ctx context.Context, in *Instance, mod api.Module, p []uint64) errnum
 
 // impls maps each function of internal/abi's wasi_snapshot_preview1 table
 // (where the signatures live) to its implementation. proc_exit, which
@@ -81,9 +81,9 @@ func impls() map[string]hostFunc {
 // Instantiate defines the host module "wasi_snapshot_preview1" in r. Call it
 // once per runtime, before instantiating guests.
 func Instantiate(ctx context.Context, r wazero.Runtime) (api.Closer, error) {
-	b := r.NewHostModuleBuilder(ModuleName)
+	b := r.NewHostModuleBuilder(moduleName)
 	fns := impls()
-	for f := range abi.Functions(ModuleName) {
+	for f := range abi.Functions(moduleName) {
 		name := f.Name
 		if name == "proc_exit" {
 			b.NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(procExit), f.Params(), f.Results()).Export(name)
@@ -100,7 +100,7 @@ func Instantiate(ctx context.Context, r wazero.Runtime) (api.Closer, error) {
 	}
 	m, err := b.Instantiate(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("wasi: defining %s: %w", ModuleName, err)
+		return nil, fmt.Errorf("wasi: defining %s: %w", moduleName, err)
 	}
 	return m, nil
 }
@@ -118,7 +118,7 @@ func WithInstance(ctx context.Context, in *Instance) context.Context {
 func instanceFrom(ctx context.Context, function string) *Instance {
 	in, _ := ctx.Value(instanceKey{}).(*Instance)
 	if in == nil {
-		abi.NoState(ModuleName, function, "wasi.WithInstance")
+		abi.NoState(moduleName, function, "wasi.WithInstance")
 	}
 	return in
 }
@@ -228,23 +228,23 @@ func (l iovecList) all() iter.Seq[[]byte] {
 
 // iovecs validates an iovec array: more than maxIovecs is EINVAL, any
 // buffer out of range EFAULT, before anything is read or written.
-func (m memory) iovecs(ptr, n uint32) (iovecList, uint64, Errno) {
+func (m memory) iovecs(ptr, n uint32) (iovecList, uint64, errnum) {
 	if n > maxIovecs {
-		return iovecList{}, 0, ErrnoInval
+		return iovecList{}, 0, errnoInval
 	}
 	arr, ok := m.slice(ptr, n*sizeIovec)
 	if !ok {
-		return iovecList{}, 0, ErrnoFault
+		return iovecList{}, 0, errnoFault
 	}
 	var total uint64
 	for i := uint32(0); i < n; i++ {
 		p, l := rd32(arr[i*8:]), rd32(arr[i*8+4:])
 		if !m.ok(p, l) {
-			return iovecList{}, 0, ErrnoFault
+			return iovecList{}, 0, errnoFault
 		}
 		total += uint64(l)
 	}
-	return iovecList{m, arr}, total, ErrnoSuccess
+	return iovecList{m, arr}, total, errnoSuccess
 }
 
 // str reads a guest string (not NUL-terminated).

@@ -99,7 +99,7 @@ func TestStdoutErrorAbortsInstance(t *testing.T) {
 	wasm := testguest.Go(t, "../testdata/wasi/go/basics")
 	code, err := run(t, context.Background(), wasm, wasi.Config{Stdout: failWriter{}})
 	if err != nil || code != wasi.ExitCodeAborted {
-		t.Fatalf("exit %#x, err %v; want ExitCodeAborted", code, err)
+		t.Fatalf("exit %#x, err %v; want exitCodeAborted", code, err)
 	}
 }
 
