@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/subako/subako-runner/internal/text"
+	"github.com/subako/subako-runner/limits"
 	srt "github.com/subako/subako-runner/runtime"
 )
 
@@ -36,7 +38,7 @@ func (r *run) judgeOutputSchema(o outputCheck) {
 		}
 		if err := o.tool.ValidateOutput(sc); err != nil {
 			c.set(Fail, "%s answered structuredContent %s, which does not match the outputSchema: %s\nMCP clients validate structuredContent against the outputSchema and reject a result that breaks it.",
-				rec.probe, excerpt(string(sc), 160), excerpt(firstLine(err.Error()), 200))
+				rec.probe, excerpt(string(sc), 160), excerpt(text.FirstLine(err.Error()), 200))
 			return
 		}
 		judged = append(judged, rec.probe)
@@ -241,7 +243,7 @@ func (r *run) judgeResources() {
 			c.set(Pass, "the most used was %s of %s (%s)", unit(used.value), unit(limit), used.probe)
 		}
 	}
-	judge("resources.memory", srt.CrashOutOfMemory, mem, float64(r.lim.Memory), func(v float64) string { return formatBytes(int64(v)) }, "memory")
+	judge("resources.memory", srt.CrashOutOfMemory, mem, float64(r.lim.Memory), func(v float64) string { return limits.HumanSize(int64(v)) }, "memory")
 	judge("resources.time", srt.CrashTimeout, dur, float64(r.lim.CallTimeout.Milliseconds()), func(v float64) string { return fmt.Sprintf("%.0f ms", v) }, "call time")
 	judge("resources.fuel", srt.CrashOutOfFuel, fuel, float64(r.lim.Fuel), func(v float64) string { return formatCount(uint64(v)) }, "fuel")
 }

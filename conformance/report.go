@@ -7,6 +7,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/subako/subako-runner/limits"
 )
 
 // Status is the verdict of one check.
@@ -52,7 +54,7 @@ func (p *Profile) String() string {
 	if p == nil {
 		return ""
 	}
-	s := fmt.Sprintf("%.1f ms, %s peak memory", p.DurationMs, formatBytes(p.MemoryBytes))
+	s := fmt.Sprintf("%.1f ms, %s peak memory", p.DurationMs, limits.HumanSize(p.MemoryBytes))
 	if p.FuelUsed > 0 {
 		s += fmt.Sprintf(", %s fuel", formatCount(p.FuelUsed))
 	}
@@ -279,16 +281,6 @@ func (r *Report) WriteJUnit(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, "\n")
 	return err
-}
-
-func formatBytes(n int64) string {
-	switch {
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }
 
 func formatCount(n uint64) string {

@@ -694,13 +694,6 @@ func excerpt(s string, n int) string {
 	return s
 }
 
-func firstLine(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
-	}
-	return s
-}
-
 func toolNames(tools []protocol.Tool) string {
 	names := make([]string, len(tools))
 	for i, t := range tools {

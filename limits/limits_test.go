@@ -268,3 +268,17 @@ func TestConcurrentEntriesNeverPassTheCap(t *testing.T) {
 		t.Fatalf("granted %d, entries %d, used %d", granted, b.Entries(), b.Used())
 	}
 }
+
+func TestHumanSize(t *testing.T) {
+	for _, tt := range []struct {
+		n    int64
+		want string
+	}{
+		{0, "0 bytes"}, {1000, "1000 bytes"}, {64 * KiB, "64 KiB"}, {1536, "1536 bytes"},
+		{16 * MiB, "16 MiB"}, {3 * MiB / 2, "1.50 MiB"}, {4 * GiB, "4 GiB"}, {GiB + 1, "1024.00 MiB"},
+	} {
+		if got := HumanSize(tt.n); got != tt.want {
+			t.Errorf("HumanSize(%d) = %q, want %q", tt.n, got, tt.want)
+		}
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/subako/subako-runner/fsmount"
 	"github.com/subako/subako-runner/hostmod/subakohttp"
 	"github.com/subako/subako-runner/internal/fuel"
+	"github.com/subako/subako-runner/internal/text"
 	"github.com/subako/subako-runner/limits"
 	"github.com/subako/subako-runner/wasi"
 )
@@ -138,7 +139,7 @@ func (rt *Runtime) RunCommand(ctx context.Context, path string, cmd Command) (*C
 	case errors.As(err, &exit):
 		res.ExitCode = exit.ExitCode()
 	default:
-		res.Crash = &Crash{Reason: CrashTrap, Message: "the module trapped: " + firstLine(err.Error())}
+		res.Crash = &Crash{Reason: CrashTrap, Message: "the module trapped: " + text.FirstLine(err.Error())}
 	}
 	if res.Crash != nil {
 		res.Crash.Stderr = tail.String()

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 
 	"github.com/subako/subako-runner/hostmod/subakohttp"
 	"github.com/subako/subako-runner/internal/fuel"
+	"github.com/subako/subako-runner/internal/text"
 	"github.com/subako/subako-runner/limits"
 	"github.com/subako/subako-runner/protocol"
 	"github.com/subako/subako-runner/wasi"
@@ -300,7 +300,7 @@ func (s *session) classifyEnd(waiting bool) *Crash {
 	}
 	switch {
 	case err != nil && !isExit:
-		return s.newCrash(CrashTrap, "the module trapped: "+firstLine(err.Error()))
+		return s.newCrash(CrashTrap, "the module trapped: "+text.FirstLine(err.Error()))
 	case waiting:
 		code := uint32(0)
 		if isExit {
@@ -433,13 +433,6 @@ func errMessage(err error) string {
 		return perr.Message
 	}
 	return err.Error()
-}
-
-func firstLine(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
-	}
-	return s
 }
 
 // initialMemoryFits reports whether the module's initial memory fits the

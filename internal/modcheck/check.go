@@ -183,7 +183,7 @@ func (c *checker) memories() {
 			c.add(CodeThreads, "memory %d is shared (threads); shared memory is not supported", idx)
 		}
 		if max := c.opts.MaxMemoryBytes; max > 0 && l.Min > uint64(max)/pageSize {
-			c.add(CodeMemoryTooLarge, "memory %d starts at %d pages of 64 KiB (%s), above the memory limit of %s", idx, l.Min, pagesBytes(l.Min), formatBytes(max))
+			c.add(CodeMemoryTooLarge, "memory %d starts at %d pages of 64 KiB (%s), above the memory limit of %s", idx, l.Min, pagesBytes(l.Min), limits.HumanSize(max))
 		}
 	}
 }
@@ -202,12 +202,12 @@ func (c *checker) tables() {
 		idx := imported + i
 		total += t.Limits.Min
 		if t.Limits.Min > uint64(max/limits.TableElementBytes) {
-			c.add(CodeTableTooLarge, "table %d starts at %d elements (%s at %d bytes each), above the memory limit of %s", idx, t.Limits.Min, elemBytes(t.Limits.Min), limits.TableElementBytes, formatBytes(max))
+			c.add(CodeTableTooLarge, "table %d starts at %d elements (%s at %d bytes each), above the memory limit of %s", idx, t.Limits.Min, elemBytes(t.Limits.Min), limits.TableElementBytes, limits.HumanSize(max))
 			return
 		}
 	}
 	if total > uint64(max/limits.TableElementBytes) {
-		c.add(CodeTableTooLarge, "the module's %d tables start at %d elements in all (%s at %d bytes each), above the memory limit of %s", len(c.m.Tables), total, elemBytes(total), limits.TableElementBytes, formatBytes(max))
+		c.add(CodeTableTooLarge, "the module's %d tables start at %d elements in all (%s at %d bytes each), above the memory limit of %s", len(c.m.Tables), total, elemBytes(total), limits.TableElementBytes, limits.HumanSize(max))
 		return
 	}
 	// Tables and linear memory share the limit.
@@ -216,7 +216,7 @@ func (c *checker) tables() {
 		memory += l.Min * pageSize
 	}
 	if total > 0 && memory <= uint64(max) && total*uint64(limits.TableElementBytes)+memory > uint64(max) {
-		c.add(CodeTableTooLarge, "the tables start at %d elements (%s at %d bytes each), which with the initial memory of %s is above the memory limit of %s", total, elemBytes(total), limits.TableElementBytes, formatBytes(int64(memory)), formatBytes(max))
+		c.add(CodeTableTooLarge, "the tables start at %d elements (%s at %d bytes each), which with the initial memory of %s is above the memory limit of %s", total, elemBytes(total), limits.TableElementBytes, limits.HumanSize(int64(memory)), limits.HumanSize(max))
 	}
 }
 
@@ -224,7 +224,7 @@ func elemBytes(n uint64) string {
 	if n > 1<<50 {
 		return fmt.Sprintf("%d elements", n)
 	}
-	return formatBytes(int64(n) * limits.TableElementBytes)
+	return limits.HumanSize(int64(n) * limits.TableElementBytes)
 }
 
 // segments checks the function count and the element and data segments:
@@ -253,7 +253,7 @@ func (c *checker) segments() {
 			total += int64(len(c.m.Codes[i].Body))
 		}
 		if total > st.CodeSize {
-			c.add(CodeModuleTooComplex, "the module has %s of code, above the limit of %s", formatBytes(total), formatBytes(st.CodeSize))
+			c.add(CodeModuleTooComplex, "the module has %s of code, above the limit of %s", limits.HumanSize(total), limits.HumanSize(st.CodeSize))
 		}
 	}
 }
@@ -262,7 +262,7 @@ func pagesBytes(pages uint64) string {
 	if pages > 1<<40 {
 		return fmt.Sprintf("%d pages", pages)
 	}
-	return formatBytes(int64(pages) * pageSize)
+	return limits.HumanSize(int64(pages) * pageSize)
 }
 
 func (c *checker) tags() {
@@ -517,7 +517,7 @@ func (s *shape) report(c *checker) {
 		return fmt.Sprintf(" (%d functions in all)", n)
 	}
 	if o := s.size; o.n > 0 {
-		c.add(CodeModuleTooComplex, "%s is %s, above the function size limit of %s%s", c.funcName(o.fn), formatBytes(o.value), formatBytes(s.limits.FunctionSize), more(o.n))
+		c.add(CodeModuleTooComplex, "%s is %s, above the function size limit of %s%s", c.funcName(o.fn), limits.HumanSize(o.value), limits.HumanSize(s.limits.FunctionSize), more(o.n))
 	}
 	if o := s.nesting; o.n > 0 {
 		c.add(CodeModuleTooComplex, "%s nests blocks more than %d deep, above the nesting limit of %d%s", c.funcName(o.fn), s.limits.Nesting, s.limits.Nesting, more(o.n))

@@ -57,19 +57,5 @@ type Options struct {
 // must refuse an oversized module before reading it; this keeps the
 // sentence the same everywhere.
 func ModuleTooLarge(size, limit int64) Problem {
-	return Problem{CodeModuleTooLarge, fmt.Sprintf("the module is %d bytes (%s), above the module size limit of %s: strip debug sections (wasm-opt --strip-debug) or build with optimisation", size, formatBytes(size), formatBytes(limit))}
-}
-
-func formatBytes(n int64) string {
-	switch {
-	case n >= 1<<30 && n%(1<<30) == 0:
-		return fmt.Sprintf("%d GiB", n>>30)
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", n>>20)
-	case n >= 1<<20:
-		return fmt.Sprintf("%.2f MiB", float64(n)/(1<<20))
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%d KiB", n>>10)
-	}
-	return fmt.Sprintf("%d bytes", n)
+	return Problem{CodeModuleTooLarge, fmt.Sprintf("the module is %d bytes (%s), above the module size limit of %s: strip debug sections (wasm-opt --strip-debug) or build with optimisation", size, limits.HumanSize(size), limits.HumanSize(limit))}
 }
