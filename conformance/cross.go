@@ -237,8 +237,8 @@ func (r *run) judgeResources() {
 			c.set(Fail, "%s ran out (%s) at the %s limit of %s", crashed[reason], reason, limitName, unit(limit))
 		case limit == 0:
 			c.set(Pass, "no %s limit; the most used was %s (%s)", limitName, unit(used.value), used.probe)
-		case used.value > nearLimit*limit:
-			c.set(Warn, "%s used %s of the %s limit of %s (over %.0f%%); a larger input may hit it", used.probe, unit(used.value), limitName, unit(limit), nearLimit*100)
+		case used.value > r.near(id)*limit:
+			c.set(Warn, "%s used %s of the %s limit of %s (over %.0f%%); a larger input may hit it", used.probe, unit(used.value), limitName, unit(limit), r.near(id)*100)
 		default:
 			c.set(Pass, "the most used was %s of %s (%s)", unit(used.value), unit(limit), used.probe)
 		}

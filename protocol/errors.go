@@ -90,5 +90,9 @@ func shortID(id ID) string {
 	if len(s) <= 80 {
 		return s
 	}
-	return s[:80] + fmt.Sprintf("… (%d bytes)", len(s))
+	cut := 80
+	for cut > 0 && s[cut]&0xC0 == 0x80 {
+		cut--
+	}
+	return s[:cut] + fmt.Sprintf("… (%d bytes)", len(s))
 }

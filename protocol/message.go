@@ -122,14 +122,14 @@ func Classify(line []byte) (Message, error) {
 		msg := Message{Kind: KindNotification, Method: m}
 		if p, ok := members["params"]; ok && !isNull(p) {
 			if c := firstByte(p); c != '{' && c != '[' {
-				return Message{}, errorf(CodeNotJSONRPC, "%s %q has params %s; params must be an object or an array", "message", m, quoteRaw(p))
+				return Message{}, errorf(CodeNotJSONRPC, "message %s has params %s; params must be an object or an array", quoteShort(m, 80), quoteRaw(p))
 			}
 			msg.Params = p
 		}
 		if hasID {
 			id, err := parseID(rawID)
 			if err != nil {
-				return Message{}, errorf(CodeNotJSONRPC, "request %q: %v", m, err)
+				return Message{}, errorf(CodeNotJSONRPC, "request %s: %v", quoteShort(m, 80), err)
 			}
 			msg.Kind, msg.ID = KindRequest, id
 		}

@@ -178,7 +178,8 @@ func ReadArtifact(dir string) (*Artifact, error) {
 // file) without running it: the module's hash must match the artifact,
 // the metered module is compiled (from the compilation cache when the
 // runtime has one), and the stored tool list is restored. A package that
-// changed since its upload is refused.
+// changed since its upload is refused. When ctx ends first, the error
+// wraps ctx.Err().
 //
 // The stored metered module runs only when this host recorded that it
 // derived it from this module.wasm at this metering version (at the
@@ -190,6 +191,9 @@ func ReadArtifact(dir string) (*Artifact, error) {
 // and Package.Artifact returns the artifact to save for the next time).
 func (rt *Runtime) Open(ctx context.Context, a *Artifact, path string) (*Package, error) {
 	started := time.Now()
+	if err := canceled(ctx, "open "+path); err != nil {
+		return nil, err
+	}
 	if a.Format != ArtifactFormat {
 		return nil, fmt.Errorf("the artifact has format %d; this runner (%s) opens format %d: upload the package again", a.Format, Version, ArtifactFormat)
 	}
@@ -247,6 +251,12 @@ func (rt *Runtime) Open(ctx context.Context, a *Artifact, path string) (*Package
 			return nil, err
 		}
 		compiled, err = rt.compileModule(ctx, metered, rt.limits.CompileTimeout)
+	}
+	if cerr := canceled(ctx, "open "+path); cerr != nil {
+		if err == nil {
+			compiled.Close(context.WithoutCancel(ctx))
+		}
+		return nil, cerr
 	}
 	if err != nil {
 		if ctx.Err() != nil {

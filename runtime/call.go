@@ -54,6 +54,10 @@ const (
 	OutcomeToolError Outcome = "tool_error"
 	// OutcomeCrashed means the module broke a rule of host-contract §6.
 	OutcomeCrashed Outcome = "crashed"
+	// OutcomeCanceled is only ever in a CallEvent: the caller's context
+	// ended the call and Call returned that error, so the run is no
+	// verdict on the module (count it apart from crashes).
+	OutcomeCanceled Outcome = "canceled"
 )
 
 // Stats are the resources one call used.
@@ -115,10 +119,16 @@ func (r *Result) Release() error {
 }
 
 // Call runs one tools/call in a fresh instance. An error means the host
-// refused the call (a *CallError: unknown tool, arguments not an object) or
-// could not run it (unreadable directories, bad limits); a module that
-// misbehaves yields a Result with OutcomeCrashed.
+// refused the call (a *CallError: unknown tool, arguments not an object),
+// could not run it (unreadable directories, bad limits), or ctx ended
+// before the call was done (errors.Is(err, context.Canceled) or
+// context.DeadlineExceeded: the caller's, not the call's own timeout limit,
+// which is the crash "timeout"); a module that misbehaves yields a Result
+// with OutcomeCrashed.
 func (p *Package) Call(ctx context.Context, req CallRequest) (*Result, error) {
+	if err := canceled(ctx, "call "+req.Tool); err != nil {
+		return nil, err
+	}
 	if _, ok := p.tools.Lookup(req.Tool); !ok {
 		return nil, &CallError{CodeUnknownTool, fmt.Sprintf("package %s has no tool %q (it lists %s)", p.name, req.Tool, strings.Join(p.toolNames(), ", "))}
 	}
@@ -248,6 +258,12 @@ func (p *Package) call(ctx context.Context, tool string, args json.RawMessage, r
 		}
 	}
 	res.Stats = c.stats()
+	if err := s.interrupted(); err != nil {
+		// The caller ended the call: whatever the instance did last says
+		// nothing about the module.
+		p.rt.reportCall(ctx, log, CallEvent{Package: p.name, Tool: tool, Outcome: OutcomeCanceled, Stats: res.Stats})
+		return fmt.Errorf("call %s: %w", tool, err)
+	}
 	switch {
 	case crash != nil:
 		res.Outcome, res.Crash = OutcomeCrashed, crash

@@ -13,6 +13,7 @@ import (
 	"github.com/subako/subako-runner/fsmount"
 	"github.com/subako/subako-runner/hostmod/subakohttp"
 	"github.com/subako/subako-runner/internal/fuel"
+	"github.com/subako/subako-runner/internal/modcheck"
 	"github.com/subako/subako-runner/internal/text"
 	"github.com/subako/subako-runner/limits"
 	"github.com/subako/subako-runner/wasi"
@@ -51,8 +52,10 @@ type CommandResult struct {
 }
 
 // RunCommand compiles and runs the module at path as a command. Only the
-// checks needed to run safely are applied (memory within the limit); use
-// Validate for the upload checks.
+// checks needed to run safely are applied (imports the host provides,
+// memory within the limit); use Validate for the upload checks. A module
+// that imports what the host does not provide is a *LinkError, before
+// anything runs. When ctx ends the run, the error wraps ctx.Err().
 func (rt *Runtime) RunCommand(ctx context.Context, path string, cmd Command) (*CommandResult, error) {
 	lim := rt.limits
 	if cmd.Limits != nil {
@@ -68,8 +71,14 @@ func (rt *Runtime) RunCommand(ctx context.Context, path string, cmd Command) (*C
 	if len(src.Rejections) > 0 {
 		return nil, &RejectedError{Rejections: src.Rejections}
 	}
+	if err := linkCheck(path, src.Module, lim); err != nil {
+		return nil, err
+	}
 	_, compiled, err := rt.compile(ctx, src.Module, lim, true)
 	if err != nil {
+		if cerr := canceled(ctx, "compile "+path); cerr != nil {
+			return nil, cerr
+		}
 		return nil, err
 	}
 	defer compiled.Close(ctx)
@@ -105,6 +114,7 @@ func (rt *Runtime) RunCommand(ctx context.Context, path string, cmd Command) (*C
 	defer inst.Close()
 
 	started := time.Now()
+	parent := ctx
 	ctx, cancel := context.WithDeadlineCause(ctx, started.Add(lim.CallTimeout), errDeadline)
 	defer cancel()
 	if cmd.Stdin != nil {
@@ -121,6 +131,9 @@ func (rt *Runtime) RunCommand(ctx context.Context, path string, cmd Command) (*C
 	ictx = fuel.WithMeter(experimental.WithMemoryAllocator(ictx, memory), meter)
 	ictx = fuel.WithTableBudget(ictx, memory)
 	err = rt.runInstance(ictx, compiled)
+	if err != nil && parent.Err() != nil && !hostCause(context.Cause(ctx)) {
+		return nil, canceled(parent, "run "+path)
+	}
 
 	res := &CommandResult{Stats: Stats{
 		Duration: time.Since(started), MemoryBytes: int64(memory.Peak()),
@@ -145,4 +158,21 @@ func (rt *Runtime) RunCommand(ctx context.Context, path string, cmd Command) (*C
 		res.Crash.Stderr = tail.String()
 	}
 	return res, nil
+}
+
+// linkCheck refuses a module whose imports the host cannot satisfy, with
+// the problems validate reports for them: wazero would only fail at
+// instantiation with a message naming the first missing module.
+func linkCheck(path string, module []byte, lim limits.Limits) error {
+	var link []Rejection
+	for _, p := range modcheck.Check(module, modcheck.Options{MaxMemoryBytes: lim.Memory}) {
+		switch p.Code {
+		case CodeUnknownImport, CodeImportSignature, CodeNonFunctionImport:
+			link = append(link, Rejection{Code: p.Code, Message: p.Message})
+		}
+	}
+	if len(link) > 0 {
+		return &LinkError{Path: path, Problems: link}
+	}
+	return nil
 }

@@ -76,7 +76,9 @@ func (p *Package) Close(ctx context.Context) error { return p.checked.Close(ctx)
 // Load validates the package at path (host-contract §1, §2), compiles it and
 // discovers its tools (§4). A package that is refused yields a
 // *RejectedError; a discovery that crashed is a RejectedError with code
-// discovery_failed and the Crash.
+// discovery_failed and the Crash. When ctx ends first, the error wraps
+// ctx.Err() (errors.Is finds context.Canceled or DeadlineExceeded) and
+// says nothing about the package.
 func (rt *Runtime) Load(ctx context.Context, path string) (p *Package, err error) {
 	started := time.Now()
 	var hash []byte
@@ -87,17 +89,26 @@ func (rt *Runtime) Load(ctx context.Context, path string) (p *Package, err error
 		return nil, err
 	}
 	hash, name = c.Hash[:], c.Source.displayName(path)
+	if err := canceled(ctx, "load "+path); err != nil {
+		c.Close(context.WithoutCancel(ctx))
+		return nil, err
+	}
 	p, err = rt.Discover(ctx, c, path)
 	if err != nil {
-		c.Close(ctx)
+		c.Close(context.WithoutCancel(ctx))
 		return nil, err
 	}
 	return p, nil
 }
 
 // Discover runs the discovery of a checked module. path names the package
-// in logs and messages.
+// in logs and messages. When ctx ends before discovery is done, the error
+// wraps ctx.Err(): the caller's deadline is not the discovery timeout
+// limit, whose expiry is the rejection discovery_failed (timeout).
 func (rt *Runtime) Discover(ctx context.Context, c *Checked, path string) (*Package, error) {
+	if err := canceled(ctx, "discover "+path); err != nil {
+		return nil, err
+	}
 	defer rt.progress(StepDiscover, 0)()
 	lim := rt.limits
 	log := rt.log.With(zap.String("package", c.Source.displayName(path)))
@@ -117,10 +128,16 @@ func (rt *Runtime) Discover(ctx context.Context, c *Checked, path string) (*Pack
 	} else {
 		s.abort()
 	}
+	if err := s.interrupted(); err != nil {
+		return nil, fmt.Errorf("discover %s: %w", path, err)
+	}
 	if crash == nil && rej == nil {
 		// Validation (schema compilation) runs after the module exited: the
 		// discovery deadline is the module's time, not the host's.
 		rej = p.validateTools(tools, lim.MaxTools)
+		if err := canceled(ctx, "discover "+path); err != nil {
+			return nil, err
+		}
 	}
 	p.Discovery.Duration = time.Since(started)
 	p.Discovery.Stderr = s.stderr.String()

@@ -318,3 +318,38 @@ func Example_observer() {
 	// upload greet: ok, 6 tools
 	// map[ok:2 tool_error:1]
 }
+
+// callBefore is one call the backend stops waiting for at a deadline of
+// its own (the agent's turn ends, the user went away). That deadline is
+// the caller's, not the call's time limit: the call ends with ctx's
+// error, never as a crash of the package.
+func callBefore(ctx context.Context, pkg *runtime.Package, deadline time.Time) (*runtime.Result, error) {
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	res, err := pkg.Call(ctx, runtime.CallRequest{Tool: "greet", Arguments: []byte(`{"name":"Ada"}`)})
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		fmt.Println("gave up: nothing for the model, nothing against the package")
+	}
+	return res, err
+}
+
+// The caller's deadline or cancellation is an error, not a crash.
+func Example_callBefore() {
+	ctx := context.Background()
+	dir, cleanup := greetPackage()
+	defer cleanup()
+	rt, err := runtime.New(ctx, runtime.Config{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer rt.Close(ctx)
+	pkg, err := rt.Load(ctx, dir)
+	if err != nil {
+		log.Fatal(err)
+	}
+	res, err := callBefore(ctx, pkg, time.Now()) // a deadline already past
+	fmt.Println(res == nil, errors.Is(err, context.DeadlineExceeded))
+	// Output:
+	// gave up: nothing for the model, nothing against the package
+	// true true
+}

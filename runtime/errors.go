@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -106,6 +107,25 @@ type Crash struct {
 
 func (c *Crash) Error() string { return fmt.Sprintf("module crashed (%s): %s", c.Reason, c.Message) }
 
+// LinkError is returned by RunCommand for a module that cannot be linked
+// against the host: it imports a function the host does not provide, with
+// another signature, or something other than a function. Problems carry
+// the codes validate reports for them (unknown_import, import_signature,
+// non_function_import).
+type LinkError struct {
+	// Path is the module's path as given.
+	Path     string
+	Problems []Rejection
+}
+
+func (e *LinkError) Error() string {
+	parts := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		parts[i] = p.Code + ": " + p.Message
+	}
+	return e.Path + " does not link: " + strings.Join(parts, "; ")
+}
+
 // CallError is returned by Package.Call when the host refuses the call
 // before running the module.
 type CallError struct {
@@ -121,3 +141,23 @@ const (
 	CodeUnknownTool  = "unknown_tool"
 	CodeBadArguments = "bad_arguments"
 )
+
+// canceled is the error of work that the caller's context ended before it
+// was done. It wraps ctx.Err(), so errors.Is finds context.Canceled or
+// context.DeadlineExceeded, and the context's cause when the caller gave
+// one of its own (a signal, a context.WithCancelCause reason). It is nil
+// while ctx is live.
+//
+// A caller's cancellation is never a verdict on the package: Load, Open,
+// Discover, Call and Probe return this error, not a *RejectedError or a
+// crashed Result.
+func canceled(ctx context.Context, what string) error {
+	err := ctx.Err()
+	if err == nil {
+		return nil
+	}
+	if cause := context.Cause(ctx); cause != nil && cause != err {
+		return fmt.Errorf("%s: %w (%w)", what, err, cause)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}

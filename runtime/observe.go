@@ -30,7 +30,9 @@ type UploadEvent struct {
 	// not be read.
 	ModuleSHA256 string
 	// Outcome is "ok", "rejected" (upload checks or tool list) or "crashed"
-	// (discovery crashed), or "error" when the host could not work.
+	// (discovery crashed), "canceled" when the caller's context ended the
+	// upload (no verdict on the package), or "error" when the host could
+	// not work.
 	Outcome string
 	// Codes are the rejection codes, and the crash code when it crashed.
 	Codes    []string
@@ -42,6 +44,9 @@ type UploadEvent struct {
 type CallEvent struct {
 	Package string
 	Tool    string
+	// Outcome is the call's Outcome, or OutcomeCanceled when the caller's
+	// context ended the call (Call returned that error): count it apart
+	// from crashes, it says nothing about the module.
 	Outcome Outcome
 	// Crash is the crash code, empty unless Outcome is OutcomeCrashed.
 	Crash string
@@ -67,6 +72,8 @@ func (rt *Runtime) reportUpload(ctx context.Context, name string, hash []byte, s
 			e.Outcome = "crashed"
 			e.Codes = append(e.Codes, rej.Crash.Reason)
 		}
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		e.Outcome = "canceled"
 	default:
 		e.Outcome = "error"
 	}

@@ -47,9 +47,13 @@ type ProbeResult struct {
 
 // Probe runs a raw conversation with a fresh instance. req supplies the
 // mounts, network and limits as for a call (its Tool and Arguments are not
-// used). An error means the host could not run the probe, or a message is
-// not a request or notification on one line.
+// used). An error means the host could not run the probe, a message is not
+// a request or notification on one line, or ctx ended first (the error
+// wraps ctx.Err(); the run is then no evidence about the module).
 func (p *Package) Probe(ctx context.Context, pr Probe, req CallRequest) (*ProbeResult, error) {
+	if err := canceled(ctx, "probe"); err != nil {
+		return nil, err
+	}
 	lim := p.rt.limits
 	if req.Limits != nil {
 		lim = *req.Limits
@@ -112,6 +116,9 @@ func (p *Package) Probe(ctx context.Context, pr Probe, req CallRequest) (*ProbeR
 		}
 	} else {
 		c.s.abort()
+	}
+	if err := c.s.interrupted(); err != nil {
+		return nil, fmt.Errorf("probe: %w", err)
 	}
 	res.Crash = crash
 	res.Stats = c.stats()

@@ -82,6 +82,8 @@ type Runtime struct {
 	progressFn func(ProgressEvent)
 	trace      func(TraceEvent)
 	traceSeq   int64 // atomic: the last instance number traced
+	// endGrace overrides the package's endGrace; tests shorten it.
+	endGrace time.Duration
 }
 
 // New creates a Runtime.
@@ -180,6 +182,9 @@ func (c *Checked) Close(ctx context.Context) error { return c.compiled.Close(ctx
 // any check yields a *RejectedError listing every problem; other errors mean
 // the path could not be read.
 func (rt *Runtime) Validate(ctx context.Context, path string) (*Checked, error) {
+	if err := canceled(ctx, "validate "+path); err != nil {
+		return nil, err
+	}
 	src, err := ReadSource(path, rt.limits.ModuleSize)
 	if err != nil {
 		return nil, err
@@ -198,8 +203,18 @@ func (rt *Runtime) check(ctx context.Context, src *Source) (*Checked, error) {
 	if len(rej) > 0 {
 		return nil, &RejectedError{Rejections: rej}
 	}
+	if err := canceled(ctx, "compile"); err != nil {
+		return nil, err
+	}
 	metered, compiled, err := rt.compile(ctx, src.Module, rt.limits, false)
 	if err != nil {
+		if cerr := canceled(ctx, "compile"); cerr != nil {
+			return nil, cerr
+		}
+		return nil, err
+	}
+	if err := canceled(ctx, "compile"); err != nil {
+		compiled.Close(context.WithoutCancel(ctx))
 		return nil, err
 	}
 	c := &Checked{Source: src, Hash: sha256.Sum256(src.Module), Metered: metered, compiled: compiled}

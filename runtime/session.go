@@ -5,11 +5,12 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/experimental"
@@ -24,10 +25,13 @@ import (
 	"github.com/subako/subako-runner/wasi"
 )
 
-// Reasons the host ends an instance itself; context.Cause tells them apart
-// when wazero reports the instance closed by its context.
-// endGrace bounds the wait for an instance to stop once its context ended.
+// endGrace is how long an instance may take to stop once its context
+// ended before the host logs that a host function is not honouring the
+// context. The host goes on waiting: an instance is never left running.
 const endGrace = 5 * time.Second
+
+// Reasons the host ends an instance itself; context.Cause tells them apart
+// from the caller's own cancellation or deadline.
 
 var (
 	errDeadline    = errors.New("deadline reached")
@@ -60,16 +64,22 @@ type session struct {
 	fuel   *fuel.Meter
 	trace  *sessionTrace // nil unless Config.Trace is set
 
-	ctx  context.Context
-	kill context.CancelCauseFunc
-	stop context.CancelFunc
+	parent context.Context // the caller's context
+	ctx    context.Context
+	kill   context.CancelCauseFunc
+	stop   context.CancelFunc
+	grace  time.Duration
 
 	done      chan error // the instance's end, sent once
 	responses chan protocol.Message
 	exited    bool
 	exitErr   error
-	started   time.Time
-	ended     time.Time // when the instance ended; written before done is sent
+	// canceled is set when the caller's context ended the instance: the
+	// run says nothing about the module, and the entry point returns this
+	// error instead of a verdict. Written before done is sent.
+	canceled error
+	started  time.Time
+	ended    time.Time // when the instance ended; written before done is sent
 
 	mu            sync.Mutex
 	pending       string // Key of the outstanding request's id; "" when none
@@ -95,6 +105,11 @@ func (rt *Runtime) startSession(parent context.Context, cfg instanceConfig, log 
 		answered:  map[string]bool{},
 		started:   time.Now(),
 		trace:     rt.newSessionTrace(),
+		parent:    parent,
+		grace:     rt.endGrace,
+	}
+	if s.grace <= 0 {
+		s.grace = endGrace
 	}
 	s.split = protocol.NewLineSplitter(lim.StdoutLine, lim.StdoutTotal, s.onLine)
 
@@ -131,6 +146,14 @@ func (rt *Runtime) startSession(parent context.Context, cfg instanceConfig, log 
 			if ferr := s.split.Close(); ferr != nil {
 				s.failFrom(ferr)
 			}
+		}
+		// The caller's context ended the run unless the module had already
+		// broken a rule (its crash stands) or the host ended it itself.
+		s.mu.Lock()
+		crashed := s.crash != nil
+		s.mu.Unlock()
+		if err != nil && !crashed && parent.Err() != nil && !hostCause(context.Cause(ctx)) {
+			s.canceled = canceled(parent, "stopped by the caller's context")
 		}
 		inst.Close()
 		s.trace.exit(err)
@@ -219,24 +242,49 @@ func (s *session) send(line []byte, pending string) (protocol.Message, *Crash) {
 
 // awaitEnd waits for an instance whose context is done to end. Every
 // blocking host function returns when the context is done, so this is
-// prompt; the bound only keeps a host bug from hanging the caller.
+// prompt. It never gives up: returning while the guest still runs would
+// release its mounts, budget and memory under it, and leave host CPU
+// spent past every limit (issue 17). A host function slow to notice the
+// context is a host bug, logged once the grace has passed.
 func (s *session) awaitEnd() {
+	if s.exited {
+		return
+	}
+	grace := time.NewTimer(s.grace)
+	defer grace.Stop()
 	select {
 	case err := <-s.done:
 		s.exited, s.exitErr = true, err
-	case <-time.After(endGrace):
-		s.exited, s.exitErr = true, errors.New("the instance did not stop after its deadline")
-		s.log.Error("module instance did not stop after its context ended; abandoning it")
+		return
+	case <-grace.C:
 	}
+	s.log.Error("module instance did not stop after its context ended; waiting for it (a host function is not honouring the context)", zap.Duration("grace", s.grace))
+	err := <-s.done
+	s.exited, s.exitErr = true, err
+}
+
+// interrupted returns the caller's context error when that context ended
+// the instance, and nil when the run was the module's own. Call it once
+// the session is over (after finish or abort).
+func (s *session) interrupted() error { return s.canceled }
+
+// hostCause reports whether cause is one of the reasons the host ends an
+// instance itself, rather than the caller's context ending.
+func hostCause(cause error) bool {
+	return errors.Is(cause, errDeadline) || errors.Is(cause, errExitTimeout) || errors.Is(cause, errCrashed)
 }
 
 func (s *session) checkResponse(method string, msg protocol.Message) (protocol.Message, *Crash) {
 	if msg.Kind == protocol.KindErrorResponse {
-		e := msg.Error
-		return msg, s.failNow(CrashJSONRPCError, fmt.Sprintf("the module answered %s with a JSON-RPC error %d: %s (a failure the model should read must be a result with \"isError\": true)", method, e.Code, e.Message))
+		perr := protocol.ErrJSONRPC(msg.Error)
+		text := fmt.Sprintf("answering %s, %s", method, perr.Message)
+		if !strings.Contains(perr.Message, "isError") {
+			text += " (a failure the model should read must be a result with \"isError\": true)"
+		}
+		return msg, s.failNow(perr.Code, text)
 	}
 	if err := protocol.CheckComplete(msg.Result); err != nil {
-		return msg, s.failNow(CrashResultNotComplete, err.Error())
+		return msg, s.failNow(CrashResultNotComplete, errMessage(err))
 	}
 	return msg, nil
 }
@@ -319,7 +367,8 @@ func (s *session) onLine(line []byte) error {
 	s.trace.event(TraceReceive, line)
 	msg, err := protocol.Classify(line)
 	if err != nil {
-		return s.fail(CrashNotJSONRPC, fmt.Sprintf("stdout is for JSON-RPC messages only, but the module wrote %s: %v", excerpt(line), errMessage(err)))
+		// protocol's message quotes the line itself, cut short.
+		return s.fail(CrashNotJSONRPC, errMessage(err))
 	}
 	switch msg.Kind {
 	case protocol.KindNotification:
@@ -328,7 +377,8 @@ func (s *session) onLine(line []byte) error {
 		s.mu.Unlock()
 		return nil
 	case protocol.KindRequest:
-		return s.fail(CrashServerRequest, fmt.Sprintf("the module sent a request (%q, id %s); a stateless server sends no requests", msg.Method, msg.ID))
+		perr := protocol.ErrServerRequest(msg.Method, msg.ID)
+		return s.fail(perr.Code, perr.Message)
 	}
 	key := msg.ID.Key()
 	s.mu.Lock()
@@ -338,12 +388,10 @@ func (s *session) onLine(line []byte) error {
 		key = s.pending
 	}
 	if key != s.pending {
-		reason := "was never requested"
-		if s.answered[key] {
-			reason = "was already answered"
-		}
+		answered := s.answered[key]
 		s.mu.Unlock()
-		return s.fail(CrashUnexpectedID, fmt.Sprintf("the module answered id %s, which %s", msg.ID, reason))
+		perr := protocol.ErrUnexpectedID(msg.ID, answered)
+		return s.fail(perr.Code, perr.Message)
 	}
 	s.pending = ""
 	s.answered[key] = true
@@ -388,7 +436,26 @@ func (s *session) failNow(reason, message string) *Crash {
 
 // newCrash builds a crash report with the stderr tail as it is now.
 func (s *session) newCrash(reason, message string) *Crash {
-	return &Crash{Reason: reason, Message: message, Stderr: s.stderr.String()}
+	return &Crash{Reason: reason, Message: boundMessage(message), Stderr: s.stderr.String()}
+}
+
+// maxCrashMessage bounds Crash.Message. The messages quote what the guest
+// sent through protocol's builders, each quote cut far shorter; this is
+// the backstop that keeps any message, whatever it quotes, from carrying
+// a guest's megabytes into logs, reports and the model's context.
+const maxCrashMessage = 2048
+
+// boundMessage cuts s to maxCrashMessage bytes on a UTF-8 boundary, with an
+// ellipsis saying how long it was.
+func boundMessage(s string) string {
+	if len(s) <= maxCrashMessage {
+		return s
+	}
+	cut := maxCrashMessage
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d bytes)", s[:cut], len(s))
 }
 
 // stdoutWriter hands the guest's stdout to the line splitter.
@@ -412,19 +479,6 @@ func newRequestID() protocol.ID {
 		return protocol.StringID("subako-" + hex.EncodeToString(b[1:]))
 	}
 	return protocol.IntID(int64(binary.LittleEndian.Uint64(b[1:]) >> 11))
-}
-
-func excerpt(line []byte) string {
-	const max = 120
-	if len(line) == 0 {
-		return "an empty line"
-	}
-	s := string(line)
-	if len(s) > max {
-		s = s[:max] + "…"
-	}
-	b, _ := json.Marshal(s)
-	return string(b)
 }
 
 func errMessage(err error) string {

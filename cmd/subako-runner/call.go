@@ -74,12 +74,15 @@ func runCall(ctx context.Context, e *env, h *hostFlags, c *callFlags, path strin
 			writeJSON(e, callReport{Outcome: outcome, Rejection: rej.Rejections, Crash: rej.Crash})
 			return code
 		}
-		return reportPackageError(e, h, err)
+		return reportPackageError(ctx, e, h, err)
 	}
 	defer pkg.Close(ctx)
 
 	res, err := pkg.Call(ctx, req)
 	if err != nil {
+		if code, ok := interrupted(ctx, e, err); ok {
+			return code
+		}
 		return fail(e, "%v", err)
 	}
 	keep := c.volumes.keepTmp
@@ -113,6 +116,21 @@ func runCall(ctx context.Context, e *env, h *hostFlags, c *callFlags, path strin
 		fmt.Fprintf(e.stdout, "\n/volume/tmp kept at %s\n", res.TmpDir)
 	}
 	return code
+}
+
+// exitInterrupted is the status of a command stopped by SIGINT or SIGTERM
+// (main ends the command's context on either): 128 + SIGINT, as a shell
+// reports a process Ctrl-C killed. Nothing is said about the module.
+const exitInterrupted = 130
+
+// interrupted reports whether err is the command's own context ending; if
+// so it writes the one stderr line of a host error and returns 130.
+func interrupted(ctx context.Context, e *env, err error) (int, bool) {
+	if ctx.Err() == nil || !errors.Is(err, ctx.Err()) {
+		return 0, false
+	}
+	fmt.Fprintf(e.stderr, "subako-runner: interrupted: %v\n", err)
+	return exitInterrupted, true
 }
 
 // printCall prints the model view; hidden says whether a volume file's

@@ -67,6 +67,9 @@ func runCheck(ctx context.Context, e *env, h *hostFlags, lim limits.Limits, f co
 	defer closeRT()
 	rep, err := conformance.Run(ctx, rt, path, opts)
 	if err != nil {
+		if code, ok := interrupted(ctx, e, err); ok {
+			return code
+		}
 		return fail(e, "%v", err)
 	}
 	color := f == conformance.FormatHuman && e.terminal(e.stdout) && e.getenv("NO_COLOR") == ""

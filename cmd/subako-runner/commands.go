@@ -79,7 +79,7 @@ func runValidate(ctx context.Context, e *env, h *hostFlags, lim limits.Limits, p
 	defer closeRT()
 	checked, err := rt.Validate(ctx, path)
 	if err != nil {
-		return reportPackageError(e, h, err)
+		return reportPackageError(ctx, e, h, err)
 	}
 	defer checked.Close(ctx)
 	sum := hex.EncodeToString(checked.Hash[:])
@@ -126,7 +126,7 @@ func runDiscover(ctx context.Context, e *env, h *hostFlags, lim limits.Limits, p
 	defer closeRT()
 	pkg, err := rt.Load(ctx, path)
 	if err != nil {
-		return reportPackageError(e, h, err)
+		return reportPackageError(ctx, e, h, err)
 	}
 	defer pkg.Close(ctx)
 	if h.json {
@@ -157,9 +157,12 @@ func printTools(w io.Writer, pkg *runtime.Package) {
 	}
 }
 
-// reportPackageError prints a rejection (exit 4), a discovery crash (exit 3)
-// or a host error (exit 2).
-func reportPackageError(e *env, h *hostFlags, err error) int {
+// reportPackageError prints a rejection (exit 4), a discovery crash (exit 3),
+// an interruption (exit 130) or a host error (exit 2).
+func reportPackageError(ctx context.Context, e *env, h *hostFlags, err error) int {
+	if code, ok := interrupted(ctx, e, err); ok {
+		return code
+	}
 	var rej *runtime.RejectedError
 	if !errors.As(err, &rej) {
 		return fail(e, "%v", err)

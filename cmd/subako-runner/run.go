@@ -93,6 +93,18 @@ func runModule(ctx context.Context, e *env, rt *runtime.Runtime, module string, 
 	res, err := rt.RunCommand(ctx, module, c)
 	if err != nil {
 		var rej *runtime.RejectedError
+		var link *runtime.LinkError
+		if errors.As(err, &link) {
+			// cli.md: a module that does not link is a host error (2), not
+			// a trap; each line names the import, as validate does.
+			for _, p := range link.Problems {
+				fmt.Fprintf(e.stderr, "subako-runner: %s: %s\n", p.Code, p.Message)
+			}
+			return exitUsage
+		}
+		if code, ok := interrupted(ctx, e, err); ok {
+			return code
+		}
 		if errors.As(err, &rej) {
 			for _, r := range rej.Rejections {
 				fmt.Fprintf(e.stderr, "subako-runner: %s: %s\n", r.Code, r.Message)

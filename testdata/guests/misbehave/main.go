@@ -71,7 +71,14 @@ var callModes = map[string]string{
 	"stderr_crash":                  "12 KiB of stderr, answer, exit 3 at EOF; exit_code with a known stderr tail",
 	"stderr_no_answer":              "12 KiB of stderr, exit 1 without answering; exited_before_response",
 	"oom":                           "allocate until memory runs out; out_of_memory (Go exits 2)",
+	"huge_id":                       "an answer whose id is a 15 MiB string of é; unexpected_id with a bounded message",
+	"huge_method":                   "a request whose method is a 15 MiB string of é; server_request with a bounded message",
+	"huge_error_message":            "a JSON-RPC error (id null) whose message is 15 MiB of é; jsonrpc_error with a bounded message",
 }
+
+// huge is 15 MiB of a two-byte character: under the 16 MiB line cap, and
+// any cut that is not on a UTF-8 boundary shows.
+func huge() string { return strings.Repeat("é", 15<<20/2) }
 
 // discoveryModes shape server/discover and tools/list; they only come from
 // the mode file.
@@ -492,6 +499,13 @@ func misbehave(req request, mode string) {
 	case "duplicate_answer":
 		answer()
 		answer()
+	case "huge_id":
+		id, _ := json.Marshal(huge())
+		respond(id, normalResult(req, ""))
+	case "huge_method":
+		writeJSON(map[string]any{"jsonrpc": "2.0", "id": "x", "method": huge()})
+	case "huge_error_message":
+		writeJSON(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": -32603, "message": huge()}})
 	case "id_retyped":
 		id := string(req.ID)
 		var alt string

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/subako/subako-runner/internal/testguest"
+)
+
+// cancelOnWrite is a stderr that ends the command's context the first time
+// it sees marker: the test's Ctrl-C, sent while the module is known to be
+// running.
+type cancelOnWrite struct {
+	mu     sync.Mutex
+	buf    bytes.Buffer
+	marker string
+	cancel context.CancelFunc
+}
+
+func (w *cancelOnWrite) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	if w.cancel != nil && strings.Contains(w.buf.String(), w.marker) {
+		w.cancel()
+		w.cancel = nil
+	}
+	return len(p), nil
+}
+
+func (w *cancelOnWrite) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+// Ctrl-C (the command's context ending, as main's signal.NotifyContext
+// does it) while a module runs is exit 130 with one stderr line: not a
+// crash (3) with a crash report, nor a rejection, nor a trap (134).
+func TestInterruptWhileTheModuleRunsExits130(t *testing.T) {
+	module := testguest.Go(t, guests+"misbehave")
+	pkg := pkgDir(t, "misbehave", nil)
+	request := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"timeout_sleep","arguments":{}}}` + "\n"
+	for _, tt := range []struct {
+		name  string
+		stdin string
+		args  []string
+	}{
+		// --log-level debug copies the module's stderr lines into the log:
+		// "tools/call" shows once the call is running.
+		{"call", "", []string{"call", "--log-level", "debug", pkg, "timeout_sleep"}},
+		{"call --json", "", []string{"call", "--json", "--log-level", "debug", pkg, "timeout_sleep"}},
+		{"discover", "", []string{"discover", "--log-level", "debug", pkgDir(t, "misbehave", map[string]string{"mode": "timeout_sleep"})}},
+		{"check", "", []string{"check", "--log-level", "debug", pkg}},
+		// run passes the module's stderr through.
+		{"run", request, []string{"run", module}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			marker := "tools/call"
+			if tt.name == "discover" {
+				marker = "server/discover"
+			}
+			var stdout bytes.Buffer
+			stderr := &cancelOnWrite{marker: marker, cancel: cancel}
+			e := &env{stdin: strings.NewReader(tt.stdin), stdout: &stdout, stderr: stderr, getenv: func(string) string { return "" }}
+			code := mainWith(ctx, e, tt.args)
+			if code != exitInterrupted {
+				t.Fatalf("exit %d, want %d\nstdout %s\nstderr %s", code, exitInterrupted, stdout.String(), stderr.String())
+			}
+			if !strings.Contains(stderr.String(), "subako-runner: interrupted: ") {
+				t.Errorf("stderr lacks the interruption line:\n%s", stderr.String())
+			}
+			if out := stdout.String(); strings.Contains(out, "crash") || strings.Contains(out, "rejected") {
+				t.Errorf("an interruption was reported as a verdict on the module:\n%s", out)
+			}
+		})
+	}
+}
+
+// run reports a module that does not link as exit 2 naming each import,
+// as validate names them unknown_import (cli.md), not as a trap (134).
+func TestRunModuleThatDoesNotLinkExits2(t *testing.T) {
+	code, out, errOut := cli(t, "", "run", "../../testdata/checks/unknown_import.wasm")
+	if code != exitUsage {
+		t.Fatalf("exit %d, want 2\nstdout %q\nstderr %q", code, out, errOut)
+	}
+	for _, want := range []string{`unknown_import: import "env"."foo"`, `unknown_import: import "wasi_unstable"."fd_write"`, `"sock_open"`} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+	if strings.Contains(errOut, "trap") {
+		t.Errorf("a link failure reported as a trap:\n%s", errOut)
+	}
+	code, _, errOut = cli(t, "", "run", "../../testdata/checks/import_signature.wasm")
+	if code != exitUsage || !strings.Contains(errOut, "import_signature") {
+		t.Errorf("import_signature: exit %d, stderr %q", code, errOut)
+	}
+}
