@@ -201,8 +201,8 @@ func (r *run) unknownToolProbe(ctx context.Context) func() {
 		name += "_"
 	}
 	return func() {
-		c := r.checks["tools.unknown_tool"]
-		res := r.probe(ctx, c.ID, []json.RawMessage{callRequest(protocol.StringID("subako-check-unknown"), name, nil)})
+		c := r.fixed.toolsUnknownTool
+		res := r.probe(ctx, c, []json.RawMessage{callRequest(protocol.StringID("subako-check-unknown"), name, nil)})
 		if res == nil {
 			return
 		}

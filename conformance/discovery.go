@@ -13,7 +13,7 @@ import (
 )
 
 func (r *run) checkManifest(src *srt.Source) {
-	c := r.checks["package.manifest"]
+	c := r.fixed.packageManifest
 	var bad []srt.Rejection
 	for _, rej := range src.Rejections {
 		if rej.Code == srt.CodeBadManifest || rej.Code == srt.CodeMissingModule {
@@ -38,18 +38,18 @@ func (r *run) discoveryFailed(rej *srt.RejectedError) {
 	if rej.Crash != nil {
 		detail += "\n" + stderrEvidence(rej.Crash.Stderr)
 	}
-	r.checks["discovery.ok"].set(Fail, "%s", detail)
+	r.fixed.discoveryOK.set(Fail, "%s", detail)
 	if rej.Crash != nil {
 		r.record(evidence{probe: "discovery.ok", crash: rej.Crash, stderr: rej.Crash.Stderr})
 		switch rej.Crash.Reason {
 		case srt.CrashTimeout:
-			r.checks["discovery.time"].set(Fail, "discovery ran out of its %v: %s", r.lim.DiscoveryTimeout, rej.Crash.Message)
+			r.fixed.discoveryTime.set(Fail, "discovery ran out of its %v: %s", r.lim.DiscoveryTimeout, rej.Crash.Message)
 		case srt.CrashNotJSONRPC, srt.CrashOutputTooLarge, srt.CrashServerRequest:
 			r.addAll(lateChecks)
-			r.checks["stdout.only_jsonrpc"].set(Fail, "during discovery: %s", rej.Crash.Message)
+			r.fixed.stdoutOnlyJSONRPC.set(Fail, "during discovery: %s", rej.Crash.Message)
 		}
 	}
-	if _, ok := r.checks["view.renders"]; !ok {
+	if r.fixed.viewRenders == nil {
 		r.addAll(lateChecks)
 	}
 	r.skipRest("skipped: discovery failed (see discovery.ok)")
@@ -83,8 +83,7 @@ func (r *run) checkSchema(raw json.RawMessage) {
 	var meta map[string]json.RawMessage
 	_ = json.Unmarshal(m["_meta"], &meta)
 	const why = "required by the official MCP 2026-07-28 schema; the host tolerates its absence, other MCP clients may not"
-	present := func(id, member, example string, ok bool, value json.RawMessage) {
-		c := r.checks[id]
+	present := func(c *Check, member, example string, ok bool, value json.RawMessage) {
 		if ok {
 			c.set(Pass, "server/discover has %s: %s", member, excerpt(string(value), 120))
 			return
@@ -92,14 +91,14 @@ func (r *run) checkSchema(raw json.RawMessage) {
 		c.set(Warn, "server/discover has no %s (%s); add %s", member, why, example)
 	}
 	rt, hasRT := m["resultType"]
-	present("schema.result_type", "resultType", `"resultType": "complete"`, hasRT, rt)
-	present("schema.ttl_ms", "ttlMs", `"ttlMs": 0`, m["ttlMs"] != nil, m["ttlMs"])
-	present("schema.cache_scope", "cacheScope", `"cacheScope": "public"`, m["cacheScope"] != nil, m["cacheScope"])
+	present(r.fixed.schemaResultType, "resultType", `"resultType": "complete"`, hasRT, rt)
+	present(r.fixed.schemaTTLMs, "ttlMs", `"ttlMs": 0`, m["ttlMs"] != nil, m["ttlMs"])
+	present(r.fixed.schemaCacheScope, "cacheScope", `"cacheScope": "public"`, m["cacheScope"] != nil, m["cacheScope"])
 	info := m["serverInfo"]
 	if info == nil {
 		info = meta["io.modelcontextprotocol/serverInfo"]
 	}
-	present("schema.server_info", "serverInfo", `"_meta": {"io.modelcontextprotocol/serverInfo": {"name": ..., "version": ...}}`, info != nil, info)
+	present(r.fixed.schemaServerInfo, "serverInfo", `"_meta": {"io.modelcontextprotocol/serverInfo": {"name": ..., "version": ...}}`, info != nil, info)
 }
 
 func (r *run) checkToolList() {
@@ -113,20 +112,31 @@ func (r *run) checkToolList() {
 		}
 	}
 	if len(long) > 0 {
-		r.checks["tools.name_length"].set(Warn, "ABI 1 accepts up to %d characters, but the MCP conformance suite (and some clients) allow %d: shorten %s",
+		r.fixed.toolsNameLength.set(Warn, "ABI 1 accepts up to %d characters, but the MCP conformance suite (and some clients) allow %d: shorten %s",
 			protocol.MaxToolNameLen, protocol.ConformanceToolNameLen, strings.Join(long, ", "))
 	} else {
-		r.checks["tools.name_length"].set(Pass, "every name is at most %d characters", protocol.ConformanceToolNameLen)
+		r.fixed.toolsNameLength.set(Pass, "every name is at most %d characters", protocol.ConformanceToolNameLen)
 	}
 	if len(undescribed) > 0 {
-		r.checks["tools.description"].set(Warn, "no description: %s. The model chooses tools by their description; say what the tool does and when to use it", strings.Join(undescribed, ", "))
+		r.fixed.toolsDescription.set(Warn, "no description: %s. The model chooses tools by their description; say what the tool does and when to use it", strings.Join(undescribed, ", "))
 	} else {
-		r.checks["tools.description"].set(Pass, "%d tool(s), each described", len(r.tools))
+		r.fixed.toolsDescription.set(Pass, "%d tool(s), each described", len(r.tools))
+	}
+	var patterns []string
+	for _, w := range r.pkg.ToolWarnings() {
+		if w.Kind == protocol.WarnSchemaPattern {
+			patterns = append(patterns, excerpt(w.Tool, 40)+": "+w.Message)
+		}
+	}
+	if len(patterns) > 0 {
+		r.fixed.toolsSchemaPatterns.set(Warn, "%s.\nThe host accepts such a schema, but neither it nor check can enforce the pattern, and clients whose validators use RE2 or similar may refuse the tool: validate the argument in the module, and prefer a pattern without lookaround or backreferences", strings.Join(patterns, "\n"))
+	} else {
+		r.fixed.toolsSchemaPatterns.set(Pass, "every pattern compiles as a regular expression the host checks")
 	}
 }
 
 func (r *run) checkDeterministic(second *srt.Package, err error) {
-	c := r.checks["discovery.deterministic"]
+	c := r.fixed.discoveryDeterministic
 	var rej *srt.RejectedError
 	if errors.As(err, &rej) {
 		c.set(Fail, "the second discovery was refused although the first passed:\n%s", rejections(rej.Rejections))
@@ -164,7 +174,7 @@ func (r *run) checkDiscoveryTime(second *srt.Package) {
 	if second != nil && second.Discovery.Duration > d {
 		d = second.Discovery.Duration
 	}
-	c := r.checks["discovery.time"]
+	c := r.fixed.discoveryTime
 	limit := r.lim.DiscoveryTimeout
 	if near := r.near(c.ID); float64(d) > near*float64(limit) {
 		c.set(Warn, "the slower of two discoveries took %v of the %v limit (over %.0f%%); an upload on a busier machine may time out", d.Round(time.Millisecond), limit, near*100)

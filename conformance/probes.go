@@ -44,7 +44,8 @@ func (r *run) probeLimits() *limits.Limits {
 	return &l
 }
 
-func (r *run) probe(ctx context.Context, id string, msgs []json.RawMessage) *srt.ProbeResult {
+func (r *run) probe(ctx context.Context, c *Check, msgs []json.RawMessage) *srt.ProbeResult {
+	id := c.ID
 	res, err := r.pkg.Probe(ctx, srt.Probe{Messages: msgs}, srt.CallRequest{Limits: r.probeLimits()})
 	if err != nil {
 		r.hostError(fmt.Errorf("%s: %w", id, err))
@@ -56,9 +57,8 @@ func (r *run) probe(ctx context.Context, id string, msgs []json.RawMessage) *srt
 }
 
 type idCase struct {
-	id   string
-	item int
-	ids  []protocol.ID
+	check *Check
+	ids   []protocol.ID
 	// serious: the host sends ids like these, so a mismatch is a failure;
 	// otherwise only a warning.
 	serious bool
@@ -79,14 +79,14 @@ func (r *run) protocolProbes(ctx context.Context) []func() {
 	var baselineDone = make(chan struct{})
 	jobs := []func(){
 		func() {
-			res := r.probe(ctx, "protocol.eof_exit", nil)
+			res := r.probe(ctx, r.fixed.protocolEofExit, nil)
 			if res != nil {
 				r.judgeEOF(res)
 			}
 		},
 		func() {
 			defer close(baselineDone)
-			baseline = r.probe(ctx, "protocol.exit_after_answer", []json.RawMessage{call(protocol.StringID("subako-check-exit"))})
+			baseline = r.probe(ctx, r.fixed.protocolExitAfterAnswer, []json.RawMessage{call(protocol.StringID("subako-check-exit"))})
 			if baseline != nil {
 				r.judgeExitAfterAnswer(baseline, first)
 			}
@@ -98,7 +98,7 @@ func (r *run) protocolProbes(ctx context.Context) []func() {
 				json.RawMessage(`{"jsonrpc":"2.0","method":"notifications/subako/check","params":{"note":"ignore me"}}`),
 				call(protocol.StringID("subako-check-notifications")),
 			}
-			res := r.probe(ctx, "protocol.notifications_ignored", msgs)
+			res := r.probe(ctx, r.fixed.protocolNotificationsIgnored, msgs)
 			<-baselineDone
 			if res != nil {
 				r.judgeNotifications(res, baseline, first)
@@ -106,10 +106,10 @@ func (r *run) protocolProbes(ctx context.Context) []func() {
 		},
 	}
 	cases := []idCase{
-		{"protocol.id_string", 0, []protocol.ID{protocol.StringID("subako-check-5f0c2a9e1b7d3846"), protocol.StringID("subako-check-2")}, true},
-		{"protocol.id_integer", 0, []protocol.ID{protocol.IntID(1), protocol.IntID(1<<53 - 1)}, true},
-		{"protocol.id_big_integer", 0, []protocol.ID{numberID("9007199254740993"), numberID("12345678901234567890123")}, false},
-		{"protocol.id_unusual", 0, []protocol.ID{protocol.StringID(""), protocol.IntID(0), protocol.IntID(-1), protocol.StringID("quote \" backslash \\ ü ✓ \u2028")}, false},
+		{r.fixed.protocolIDString, []protocol.ID{protocol.StringID("subako-check-5f0c2a9e1b7d3846"), protocol.StringID("subako-check-2")}, true},
+		{r.fixed.protocolIDInteger, []protocol.ID{protocol.IntID(1), protocol.IntID(1<<53 - 1)}, true},
+		{r.fixed.protocolIDBigInteger, []protocol.ID{numberID("9007199254740993"), numberID("12345678901234567890123")}, false},
+		{r.fixed.protocolIDUnusual, []protocol.ID{protocol.StringID(""), protocol.IntID(0), protocol.IntID(-1), protocol.StringID("quote \" backslash \\ ü ✓ \u2028")}, false},
 	}
 	for _, ic := range cases {
 		jobs = append(jobs, func() {
@@ -117,7 +117,7 @@ func (r *run) protocolProbes(ctx context.Context) []func() {
 			for i, id := range ic.ids {
 				msgs[i] = call(id)
 			}
-			res := r.probe(ctx, ic.id, msgs)
+			res := r.probe(ctx, ic.check, msgs)
 			<-baselineDone
 			if res != nil {
 				r.judgeIDs(ic, res, baseline, first)
@@ -128,7 +128,7 @@ func (r *run) protocolProbes(ctx context.Context) []func() {
 }
 
 func (r *run) judgeEOF(res *srt.ProbeResult) {
-	c := r.checks["protocol.eof_exit"]
+	c := r.fixed.protocolEofExit
 	c.Profile = profileOf(res.Stats)
 	if res.Crash != nil {
 		c.set(Fail, "stdin closed with no request written, and: %s\nAt end of input exit with code 0 (even when no request came).%s", crashText(res.Crash), stderrSuffix(res.Crash.Stderr))
@@ -148,7 +148,7 @@ func (r *run) judgeExitTime(c *Check, res *srt.ProbeResult, what string) {
 }
 
 func (r *run) judgeExitAfterAnswer(res *srt.ProbeResult, tool string) {
-	c := r.checks["protocol.exit_after_answer"]
+	c := r.fixed.protocolExitAfterAnswer
 	c.Profile = profileOf(res.Stats)
 	if len(res.Responses) == 0 {
 		c.set(Skip, "could not judge: tools/call %s {} was not answered: %s (see tools.call_empty_args/%s)", tool, crashText(res.Crash), tool)
@@ -162,7 +162,7 @@ func (r *run) judgeExitAfterAnswer(res *srt.ProbeResult, tool string) {
 }
 
 func (r *run) judgeNotifications(res, baseline *srt.ProbeResult, tool string) {
-	c := r.checks["protocol.notifications_ignored"]
+	c := r.fixed.protocolNotificationsIgnored
 	c.Profile = profileOf(res.Stats)
 	const sent = "three notifications (notifications/initialized, notifications/cancelled, an unknown one) then tools/call "
 	if baseline != nil && res.Crash != nil && baseline.Crash != nil && res.Crash.Reason == baseline.Crash.Reason {
@@ -181,7 +181,7 @@ func (r *run) judgeNotifications(res, baseline *srt.ProbeResult, tool string) {
 }
 
 func (r *run) judgeIDs(ic idCase, res, baseline *srt.ProbeResult, tool string) {
-	c := r.checks[ic.id]
+	c := ic.check
 	c.Profile = profileOf(res.Stats)
 	var sent []string
 	for _, id := range ic.ids {

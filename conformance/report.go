@@ -31,13 +31,14 @@ type Check struct {
 	// ID is stable across versions, e.g. "protocol.eof_exit" or
 	// "tools.call_empty_args/greet"; scripts match on it.
 	ID string `json:"id"`
-	// Title says what is checked; it starts with the seed's checklist item
-	// ("[2] ...") when the check belongs to one.
+	// Title says what is checked; it starts with the item of ABI 1's
+	// checklist (docs/cli.md, "check") when the check belongs to one
+	// ("[2] ...").
 	Title  string `json:"title"`
 	Status Status `json:"status"`
 	// Detail names the evidence and, for a warning or failure, the fix.
 	Detail string `json:"detail"`
-	// Item is the number of the seed's checklist item (1–9), 0 for none.
+	// Item is the number of the checklist item (1–9), 0 for none.
 	Item int `json:"item,omitempty"`
 	// Profile is what the probe behind the check used, when it ran one.
 	Profile *Profile `json:"profile,omitempty"`

@@ -71,13 +71,12 @@ const unknownToolName = "subako_check_no_such_tool"
 // path is unreadable, a probe could not be started).
 func Run(ctx context.Context, rt *srt.Runtime, path string, opts Options) (*Report, error) {
 	started := time.Now()
-	r := &run{rt: rt, lim: rt.Limits(), path: path, opts: opts, checks: map[string]*Check{}}
+	r := &run{rt: rt, lim: rt.Limits(), path: path, opts: opts}
 	if err := r.all(ctx); err != nil {
 		return nil, err
 	}
 	rep := &Report{Package: path, Passed: true, Duration: time.Since(started)}
-	for _, id := range r.order {
-		c := r.checks[id]
+	for _, c := range r.order {
 		if c.Status == Fail {
 			rep.Passed = false
 		}
@@ -94,8 +93,8 @@ type run struct {
 	opts Options
 
 	mu      sync.Mutex
-	order   []string
-	checks  map[string]*Check
+	order   []*Check // report order
+	fixed   fixed
 	hostErr error
 
 	pkg     *srt.Package
@@ -133,8 +132,7 @@ func (r *run) add(id string, item int, title string) *Check {
 		title = fmt.Sprintf("[%d] %s", item, title)
 	}
 	c := &Check{ID: id, Item: item, Title: title, Status: Skip}
-	r.order = append(r.order, id)
-	r.checks[id] = c
+	r.order = append(r.order, c)
 	return c
 }
 
@@ -163,8 +161,8 @@ func profileOf(s srt.Stats) *Profile {
 
 // skipRest marks every check still unjudged as skipped for reason.
 func (r *run) skipRest(reason string) {
-	for _, id := range r.order {
-		if c := r.checks[id]; c.Detail == "" {
+	for _, c := range r.order {
+		if c.Detail == "" {
 			c.set(Skip, "%s", reason)
 		}
 	}
@@ -184,7 +182,7 @@ func (r *run) all(ctx context.Context) error {
 	var rej *srt.RejectedError
 	switch {
 	case errors.As(err, &rej):
-		r.checks["upload.checks"].set(Fail, "the host refuses the upload:\n%s", rejections(rej.Rejections))
+		r.fixed.uploadChecks.set(Fail, "the host refuses the upload:\n%s", rejections(rej.Rejections))
 		r.addAll(lateChecks)
 		r.skipRest("skipped: the package fails the upload checks")
 		return nil
@@ -192,7 +190,7 @@ func (r *run) all(ctx context.Context) error {
 		return err
 	}
 	defer checked.Close(ctx)
-	r.checks["upload.checks"].set(Pass, "%s bytes, sha256 %s", groupDigits(len(checked.Source.Module)), hex.EncodeToString(checked.Hash[:]))
+	r.fixed.uploadChecks.set(Pass, "%s bytes, sha256 %s", groupDigits(len(checked.Source.Module)), hex.EncodeToString(checked.Hash[:]))
 	r.assets = checked.Source.HasAssets
 	r.readImports(checked.Source.Module)
 
@@ -206,7 +204,7 @@ func (r *run) all(ctx context.Context) error {
 	}
 	r.pkg = pkg
 	r.tools = pkg.Tools()
-	r.checks["discovery.ok"].set(Pass, "%d tool(s) in %d page(s): %s", len(r.tools), pkg.Discovery.Pages, toolNames(r.tools))
+	r.fixed.discoveryOK.set(Pass, "%d tool(s) in %d page(s): %s", len(r.tools), pkg.Discovery.Pages, toolNames(r.tools))
 	r.checkSchema(pkg.Discovery.Result.Raw)
 	r.checkToolList()
 

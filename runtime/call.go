@@ -52,7 +52,7 @@ const (
 	OutcomeOK Outcome = "ok"
 	// OutcomeToolError is a result with isError: the model reads it.
 	OutcomeToolError Outcome = "tool_error"
-	// OutcomeCrashed means the module broke a rule of host-contract §6.
+	// OutcomeCrashed means the module broke a rule of docs/abi.md §6.
 	OutcomeCrashed Outcome = "crashed"
 	// OutcomeCanceled is only ever in a CallEvent: the caller's context
 	// ended the call and Call returned that error, so the run is no
@@ -96,7 +96,7 @@ type Result struct {
 	Result json.RawMessage
 	// Parsed is Result decoded; zero when the module crashed.
 	Parsed protocol.CallToolResult
-	// View is what the model reads (host-contract §5); nil on a crash.
+	// View is what the model reads (docs/abi.md §5); nil on a crash.
 	View []protocol.ViewItem
 	// Crash is set when Outcome is OutcomeCrashed.
 	Crash *Crash

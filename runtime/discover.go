@@ -13,7 +13,7 @@ import (
 )
 
 // Package is a loaded package: checked, compiled and discovered. Its tool
-// list is what the package provides until its next version (host-contract
+// list is what the package provides until its next version (docs/abi.md
 // §4); calls for any other tool are refused before the module runs.
 //
 // # Notes
@@ -73,7 +73,7 @@ func (p *Package) ToolWarnings() []protocol.Warning { return p.tools.Warnings() 
 // Close releases the package's compiled code.
 func (p *Package) Close(ctx context.Context) error { return p.checked.Close(ctx) }
 
-// Load validates the package at path (host-contract §1, §2), compiles it and
+// Load validates the package at path (docs/abi.md §1, §2), compiles it and
 // discovers its tools (§4). A package that is refused yields a
 // *RejectedError; a discovery that crashed is a RejectedError with code
 // discovery_failed and the Crash. When ctx ends first, the error wraps
@@ -193,7 +193,7 @@ func (rt *Runtime) discover(s *session, p *Package) ([]protocol.Tool, *RejectedE
 	}
 }
 
-// validateTools applies the tool-list rules of host-contract §4.
+// validateTools applies the tool-list rules of docs/abi.md §4.
 func (p *Package) validateTools(tools []protocol.Tool, maxTools int) *RejectedError {
 	set, problems := protocol.ValidateTools(tools, maxTools)
 	if len(problems) > 0 {

@@ -34,7 +34,7 @@ type ProbeResult struct {
 	Responses []protocol.Message
 	// Notifications counts the messages without an id the module wrote.
 	Notifications int
-	// Crash is the first rule of host-contract §6 the run broke, judged as
+	// Crash is the first rule of docs/abi.md §6 the run broke, judged as
 	// for a call except that JSON-RPC errors and results are not judged.
 	Crash *Crash
 	// ExitAfterClose is how long the module ran after stdin closed; zero

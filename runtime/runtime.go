@@ -178,7 +178,7 @@ type Checked struct {
 func (c *Checked) Close(ctx context.Context) error { return c.compiled.Close(ctx) }
 
 // Validate reads the package at path and runs every upload-time check of
-// host-contract §1 and §2, then compiles the module. A package that fails
+// docs/abi.md §1 and §2, then compiles the module. A package that fails
 // any check yields a *RejectedError listing every problem; other errors mean
 // the path could not be read.
 func (rt *Runtime) Validate(ctx context.Context, path string) (*Checked, error) {

@@ -185,7 +185,7 @@ func TestConcurrentCallsOnOnePackage(t *testing.T) {
 }
 
 // TestCrashRules runs every call mode of the misbehave guest and checks the
-// outcome and crash code of host-contract §6.
+// outcome and crash code of docs/abi.md §6.
 func TestCrashRules(t *testing.T) {
 	t.Parallel()
 	rt := newRuntime(t, nil)

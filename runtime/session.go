@@ -470,7 +470,7 @@ func (w stdoutWriter) Write(p []byte) (int, error) {
 }
 
 // newRequestID returns an unpredictable id, a string or an integer at
-// random (host-contract §3). Integers stay below 2^53 so guests that parse
+// random (docs/abi.md §3). Integers stay below 2^53 so guests that parse
 // JSON numbers as doubles echo them exactly; `check` probes larger ones.
 func newRequestID() protocol.ID {
 	var b [9]byte

@@ -221,7 +221,7 @@ func TestHostFunctionsWithoutCallEndTheCall(t *testing.T) {
 	}
 }
 
-// TestErrorKindsThroughGuest produces every error kind of host-contract §8
+// TestErrorKindsThroughGuest produces every error kind of docs/abi.md §8
 // through the real host functions.
 func TestErrorKindsThroughGuest(t *testing.T) {
 	ok := newServer(t, func(w http.ResponseWriter, r *http.Request) {

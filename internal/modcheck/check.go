@@ -17,7 +17,7 @@ const pageSize = 64 << 10
 // bodies; the rest are counted in one more problem.
 const maxMalformedReports = 3
 
-// Check runs every check of host-contract §2 on a module's bytes and
+// Check runs every check of docs/abi.md §2 on a module's bytes and
 // returns every problem found, in a stable order (nil for a module that
 // passes). A header that is not a core module (not_wasm, component) or a
 // module that does not decode (invalid_module) is reported alone, since the

@@ -1,5 +1,5 @@
 // Package modcheck runs the upload-time module checks of ABI 1
-// (host-contract §2): it decodes a module with wasmbin and reports every
+// (docs/abi.md §2): it decodes a module with wasmbin and reports every
 // problem it finds, each with a stable code and a sentence that names the
 // offending import, export, section or instruction.
 //

@@ -6,7 +6,7 @@ import (
 	"github.com/subako/subako-runner/limits"
 )
 
-// Problem codes (host-contract §2). They are stable: callers, the CLI's
+// Problem codes (docs/abi.md §2). They are stable: callers, the CLI's
 // JSON output and package authors' tooling match on them.
 const (
 	CodeNotWasm           = "not_wasm"
@@ -24,7 +24,7 @@ const (
 	CodeNonFunctionImport = "non_function_import"
 	CodeMemoryTooLarge    = "memory_too_large"
 	// CodeTableTooLarge: a table's initial size (8 bytes an element) is
-	// above the memory limit. Decided here; host-contract §2 has no table
+	// above the memory limit. Decided here; docs/abi.md §2 has no table
 	// code because the seed never mentions tables.
 	CodeTableTooLarge = "table_too_large"
 	// CodeModuleTooComplex: the module is over a structural bound
