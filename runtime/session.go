@@ -32,7 +32,6 @@ const endGrace = 5 * time.Second
 
 // Reasons the host ends an instance itself; context.Cause tells them apart
 // from the caller's own cancellation or deadline.
-
 var (
 	errDeadline    = errors.New("deadline reached")
 	errExitTimeout = errors.New("module did not exit after stdin closed")
