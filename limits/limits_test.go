@@ -161,7 +161,7 @@ func TestParseDuration(t *testing.T) {
 }
 
 func TestWriteBudgetIsAllOrNothing(t *testing.T) {
-	b := NewWriteBudget(100)
+	b := NewCallBudget(Limits{WriteBudget: 100})
 	if !b.Reserve(60) {
 		t.Fatal("60 of 100 refused")
 	}
@@ -184,7 +184,7 @@ func TestWriteBudgetIsAllOrNothing(t *testing.T) {
 }
 
 func TestWriteBudgetConcurrentReservationsNeverOvershoot(t *testing.T) {
-	b := NewWriteBudget(1000)
+	b := NewCallBudget(Limits{WriteBudget: 1000})
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	granted := 0
@@ -237,7 +237,7 @@ func TestEntriesAreChargedAndCapped(t *testing.T) {
 		t.Fatalf("MaxEntries = %d", b.MaxEntries())
 	}
 	// An account without a cap on the count still charges the bytes.
-	u := NewWriteBudget(EntryCost)
+	u := NewCallBudget(Limits{WriteBudget: EntryCost})
 	if !u.ReserveEntry(0) || u.ReserveEntry(0) || u.Entries() != 1 {
 		t.Fatalf("uncapped account: entries %d, used %d", u.Entries(), u.Used())
 	}

@@ -3,8 +3,6 @@ package runtime
 import (
 	"context"
 	"crypto/rand"
-	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -472,12 +470,12 @@ func (w stdoutWriter) Write(p []byte) (int, error) {
 // random (docs/abi.md §3). Integers stay below 2^53 so guests that parse
 // JSON numbers as doubles echo them exactly; `check` probes larger ones.
 func newRequestID() protocol.ID {
-	var b [9]byte
-	_, _ = rand.Read(b[:])
-	if b[0]&1 == 0 {
-		return protocol.StringID("subako-" + hex.EncodeToString(b[1:]))
+	var coin [1]byte
+	_, _ = rand.Read(coin[:])
+	if coin[0]&1 == 0 {
+		return protocol.RandomStringID("subako")
 	}
-	return protocol.IntID(int64(binary.LittleEndian.Uint64(b[1:]) >> 11))
+	return protocol.RandomIntID()
 }
 
 func errMessage(err error) string {

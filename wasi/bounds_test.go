@@ -302,7 +302,7 @@ func TestLongHostCallsHonourTheContext(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHostBench(t)
-			h.in.cfg.Budget = limits.NewWriteBudget(2 * size)
+			h.in.cfg.Budget = limits.NewCallBudget(limits.Limits{WriteBudget: 2 * size})
 			w := &countingWriter{}
 			h.in.cfg.Stderr = w
 			growTo(t, h, size+4096)

@@ -46,7 +46,7 @@ func newHostBench(t testing.TB) *hostBench {
 	t.Cleanup(func() { set.Close() })
 	h := &hostBench{t: t, ctx: ctx, r: wazero.NewRuntime(ctx)}
 	t.Cleanup(func() { h.r.Close(ctx) })
-	h.in = NewInstance(Config{Stdin: NewStdin(), Mounts: set, Budget: limits.NewWriteBudget(1 << 20)})
+	h.in = NewInstance(Config{Stdin: NewStdin(), Mounts: set, Budget: limits.NewCallBudget(limits.Limits{WriteBudget: 1 << 20})})
 	t.Cleanup(func() { h.in.Close() })
 	h.fresh()
 	return h

@@ -164,14 +164,6 @@ func (m memory) slice(ptr, n uint32) ([]byte, bool) {
 
 func (m memory) ok(ptr, n uint32) bool { _, ok := m.slice(ptr, n); return ok }
 
-func (m memory) u32(ptr uint32) (uint32, bool) {
-	b, ok := m.slice(ptr, 4)
-	if !ok {
-		return 0, false
-	}
-	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24, true
-}
-
 func (m memory) putU32(ptr, v uint32) bool {
 	b, ok := m.slice(ptr, 4)
 	if ok {

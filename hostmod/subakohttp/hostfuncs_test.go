@@ -303,7 +303,7 @@ func TestErrorKindsThroughGuest(t *testing.T) {
 		{"request too large", callOpts{limits: &small}, `{"url":"http://` + api + `/","body":{"type":"text","text":"` + strings.Repeat("x", 300) + `"}}`, KindTooLarge},
 		{"inline too large", callOpts{}, `{"url":"http://` + api + `/big"}`, KindTooLarge},
 		{"not text", callOpts{}, `{"url":"http://` + api + `/binary"}`, KindNotText},
-		{"write budget", callOpts{files: files, budget: limits.NewWriteBudget(1000)}, `{"url":"http://` + api + `/big","output":{"type":"file","path":"/volume/tmp/big"}}`, KindWriteBudget},
+		{"write budget", callOpts{files: files, budget: limits.NewCallBudget(limits.Limits{WriteBudget: 1000})}, `{"url":"http://` + api + `/big","output":{"type":"file","path":"/volume/tmp/big"}}`, KindWriteBudget},
 		{"bad path outside volume", callOpts{files: files}, `{"url":"http://` + api + `/","output":{"type":"file","path":"/etc/passwd"}}`, KindBadPath},
 		{"bad path dotdot", callOpts{files: files}, `{"url":"http://` + api + `/","output":{"type":"file","path":"/volume/tmp/../../etc/passwd"}}`, KindBadPath},
 		{"bad path missing body file", callOpts{files: files}, `{"method":"POST","url":"http://` + api + `/","body":{"type":"file","path":"/volume/data/missing"}}`, KindBadPath},
