@@ -169,11 +169,8 @@ func canonicalTools(tools []protocol.Tool) string {
 	return "[" + strings.Join(parts, ",") + "]"
 }
 
-func (r *run) checkDiscoveryTime(second *srt.Package) {
-	d := r.pkg.Discovery.Duration
-	if second != nil && second.Discovery.Duration > d {
-		d = second.Discovery.Duration
-	}
+// checkDiscoveryTime judges the slower of the two discoveries, d.
+func (r *run) checkDiscoveryTime(d time.Duration) {
 	c := r.fixed.discoveryTime
 	limit := r.lim.DiscoveryTimeout
 	if near := r.near(c.ID); float64(d) > near*float64(limit) {

@@ -51,8 +51,7 @@ func TestTimeChecksJudgeTheDurationAgainstTheLimit(t *testing.T) {
 			case "protocol.eof_exit", "protocol.exit_after_answer":
 				r.judgeExitTime(c, &srt.ProbeResult{ExitAfterClose: tt.took}, "the module exited")
 			case "discovery.time":
-				r.pkg = &srt.Package{Discovery: srt.Discovery{Duration: tt.took}}
-				r.checkDiscoveryTime(nil)
+				r.checkDiscoveryTime(tt.took)
 			case "resources.time":
 				r.evidence = []evidence{{probe: "a call", call: true, profile: &Profile{DurationMs: float64(tt.took) / 1e6}}}
 				r.judgeResources()

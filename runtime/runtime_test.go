@@ -87,8 +87,8 @@ func TestGreetPackageDiscoversAndCalls(t *testing.T) {
 	if _, ok := pkg.Tool("greet"); !ok {
 		t.Fatalf("greet not discovered; tools: %v", pkg.toolNames())
 	}
-	if pkg.Discovery.Pages < 1 || pkg.Discovery.Duration <= 0 {
-		t.Errorf("discovery stats not recorded: %+v", pkg.Discovery)
+	if pkg.Discovery().Pages < 1 || pkg.Discovery().Duration <= 0 {
+		t.Errorf("discovery stats not recorded: %+v", pkg.Discovery())
 	}
 	res := call(t, pkg, CallRequest{Tool: "greet", Arguments: json.RawMessage(`{"name":"Ada"}`)})
 	if res.Outcome != OutcomeOK {
