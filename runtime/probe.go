@@ -54,12 +54,9 @@ func (p *Package) Probe(ctx context.Context, pr Probe, req CallRequest) (*ProbeR
 	if err := canceled(ctx, "probe"); err != nil {
 		return nil, err
 	}
-	lim := p.rt.limits
-	if req.Limits != nil {
-		lim = *req.Limits
-		if err := lim.Validate(); err != nil {
-			return nil, err
-		}
+	lim, err := p.rt.limitsFor(req.Limits)
+	if err != nil {
+		return nil, err
 	}
 	lines := make([][]byte, len(pr.Messages))
 	pending := make([]string, len(pr.Messages))

@@ -329,23 +329,16 @@ func (s *session) classifyEnd(waiting bool) *Crash {
 		return crash
 	}
 	err := s.exitErr
-	switch cause := context.Cause(s.ctx); {
-	case err == nil:
-	case errors.Is(cause, errExitTimeout):
+	cause := context.Cause(s.ctx)
+	if err != nil && errors.Is(cause, errExitTimeout) {
 		return s.newCrash(CrashExitTimeout, fmt.Sprintf("the module was still running %v after its stdin closed; exit with code 0 at end of input", s.lim.ExitTimeout))
-	case errors.Is(cause, errDeadline):
-		return s.newCrash(CrashTimeout, fmt.Sprintf("the module ran out of time (%v)", time.Since(s.started).Round(time.Millisecond)))
-	case s.fuel.Exhausted():
-		return s.newCrash(CrashOutOfFuel, fmt.Sprintf("the module used its whole fuel budget of %d", s.lim.Fuel))
+	}
+	if c := endCrash(err, cause, s.fuel, s.memory, s.lim, time.Since(s.started)); c != nil {
+		return s.newCrash(c.Reason, c.Message)
 	}
 	var exit *sys.ExitError
 	isExit := errors.As(err, &exit)
-	if err != nil && s.memory.refused() && (!isExit || exit.ExitCode() != 0) {
-		return s.newCrash(CrashOutOfMemory, fmt.Sprintf("the module needed more than its memory limit of %s", limits.FormatSize(s.lim.Memory)))
-	}
 	switch {
-	case err != nil && !isExit:
-		return s.newCrash(CrashTrap, "the module trapped: "+text.FirstLine(err.Error()))
 	case waiting:
 		code := uint32(0)
 		if isExit {
@@ -354,6 +347,30 @@ func (s *session) classifyEnd(waiting bool) *Crash {
 		return s.newCrash(CrashExitedBeforeResponse, fmt.Sprintf("the module exited with code %d before answering the request", code))
 	case isExit:
 		return s.newCrash(CrashExitCode, fmt.Sprintf("the module exited with code %d; it must exit with code 0 when stdin closes", exit.ExitCode()))
+	}
+	return nil
+}
+
+// endCrash classifies the ends every run shares, a session or a command:
+// the host's deadline, fuel, memory, a trap. It is nil when the instance
+// returned or exited (with any code), which the caller judges.
+func endCrash(err, cause error, meter *fuel.Meter, memory *memoryLimit, lim limits.Limits, ran time.Duration) *Crash {
+	if err == nil {
+		return nil
+	}
+	switch {
+	case errors.Is(cause, errDeadline):
+		return &Crash{Reason: CrashTimeout, Message: fmt.Sprintf("the module ran out of time (%v)", ran.Round(time.Millisecond))}
+	case meter.Exhausted():
+		return &Crash{Reason: CrashOutOfFuel, Message: fmt.Sprintf("the module used its whole fuel budget of %d", lim.Fuel)}
+	}
+	var exit *sys.ExitError
+	isExit := errors.As(err, &exit)
+	if memory.refused() && (!isExit || exit.ExitCode() != 0) {
+		return &Crash{Reason: CrashOutOfMemory, Message: fmt.Sprintf("the module needed more than its memory limit of %s", limits.FormatSize(lim.Memory))}
+	}
+	if !isExit {
+		return &Crash{Reason: CrashTrap, Message: "the module trapped: " + text.FirstLine(err.Error())}
 	}
 	return nil
 }
