@@ -7,7 +7,7 @@ BIN       := bin/subako-runner
 DEMO_PKG  := testdata/packages/greet
 GUESTS    := testdata/guests
 
-.PHONY: all build demo test test-short fmt-check vet fixtures bench fuzz clean wasi-testsuite
+.PHONY: all build demo test test-short fmt-check vet fixtures bench fuzz clean wasi-testsuite mcp-clients
 
 all: build
 
@@ -43,9 +43,23 @@ vet:
 # -race is slow), so the target stays well under ten minutes on 2 cores.
 TEST_CACHE := $(CURDIR)/.cache/compiled
 
-test: fmt-check vet
+test: fmt-check vet mcp-clients
+	@command -v chromium >/dev/null 2>&1 || command -v "$$SUBAKO_CHROMIUM" >/dev/null 2>&1 || \
+	  echo '*** chromium is not installed: the browser tests of inspect are SKIPPED (apt-get install chromium; .ci/run installs it, and in CI they fail without it) ***' >&2
 	SUBAKO_TEST_COMPILATION_CACHE=$(TEST_CACHE) $(GO) test -timeout 15m ./...
 	SUBAKO_TEST_COMPILATION_CACHE=$(TEST_CACHE) $(GO) test -race -short -run '^(Test|Fuzz)' -timeout 15m ./...
+
+# The real MCP clients the mcp command is tested against (the official
+# TypeScript SDK and the Inspector's CLI), pinned by testdata/mcp's lockfile.
+# A failed install does not stop make test: the tests that need the clients
+# then fail in CI (CI=true) saying why, and skip loudly elsewhere.
+MCP_CLIENTS := testdata/mcp/node_modules/.package-lock.json
+
+mcp-clients: $(MCP_CLIENTS)
+
+$(MCP_CLIENTS): testdata/mcp/package.json testdata/mcp/package-lock.json
+	@cd testdata/mcp && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error \
+		|| echo "WARNING: npm ci failed in testdata/mcp: the mcp real-client tests cannot run"
 
 test-short: fmt-check vet
 	$(GO) test -short ./...
@@ -53,7 +67,7 @@ test-short: fmt-check vet
 # Rebuild the committed fixtures that need toolchains CI does not have
 # (clang + wasi-libc, wabt, rustc wasm32, AssemblyScript): every Makefile
 # under testdata/ has a `fixtures` target; see the README beside each.
-FIXTURE_DIRS := $(sort $(dir $(shell find testdata -name Makefile)))
+FIXTURE_DIRS := $(sort $(dir $(shell find testdata -name node_modules -prune -o -name Makefile -print)))
 
 fixtures:
 	@for d in $(FIXTURE_DIRS); do $(MAKE) -C $$d fixtures || exit 1; done

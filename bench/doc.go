@@ -19,6 +19,10 @@
 //     fresh runtime) and against compiling it cold;
 //   - fuel: CPU-bound Go and C guests metered (internal/fuel) against
 //     unmetered;
+//   - memory: the memory-heavy Go guest (testdata/guests/memhog, 64 and 256
+//     MiB): stdin close → exit, peak RSS of a call over the guest's memory,
+//     RSS after 1,000 calls against before, and exit_timeouts with 4 such
+//     calls at once, with admission and without;
 //   - download: a 1 GiB HTTP download to a file through subako_http, run in
 //     a child process (this program re-executed with -child-download) so its
 //     peak RSS (VmHWM) is the call's alone.

@@ -27,11 +27,14 @@ type options struct {
 	coldRuns      int
 	fuelRuns      int
 	downloadBytes int64
+	memCalls      int
+	memSoak       int
+	memConcurrent int
 	timeout       time.Duration
 	work          string
 }
 
-var measures = []string{"latency", "scale", "reopen", "fuel", "download"}
+var measures = []string{"latency", "scale", "reopen", "fuel", "memory", "download"}
 
 func main() {
 	var child childDownload
@@ -53,7 +56,10 @@ func main() {
 	flag.IntVar(&o.coldRuns, "cold-runs", 2, "cold compiles of the SDK package")
 	flag.IntVar(&o.fuelRuns, "fuel-runs", 15, "runs of each CPU-bound guest per mode")
 	flag.Int64Var(&o.downloadBytes, "download-bytes", 1<<30, "size of the HTTP download")
-	flag.DurationVar(&o.timeout, "timeout", 8*time.Minute, "give up on the whole run after this long")
+	flag.IntVar(&o.memCalls, "mem-calls", 100, "calls of the 64 MiB guest for its exit times (half as many of the 256 MiB one)")
+	flag.IntVar(&o.memSoak, "mem-soak", 1000, "calls of the 64 MiB guest between the two RSS readings")
+	flag.IntVar(&o.memConcurrent, "mem-concurrent", 200, "calls of the 64 MiB guest, 4 at once, with admission (a fifth as many without)")
+	flag.DurationVar(&o.timeout, "timeout", 20*time.Minute, "give up on the whole run after this long")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	flag.Parse()
 
@@ -125,6 +131,7 @@ func run(ctx context.Context, o options, t *table) error {
 		{"scale", benchScale},
 		{"reopen", benchReopen},
 		{"fuel", benchFuel},
+		{"memory", benchMemory},
 		{"download", benchDownload},
 	}
 	for _, s := range steps {

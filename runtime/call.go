@@ -30,7 +30,8 @@ type CallRequest struct {
 	// Arguments is a JSON object; nil means {}.
 	Arguments json.RawMessage
 	// Tmp is the host directory mounted at /volume/tmp. When empty the
-	// runtime creates a fresh directory and removes it on Result.Release.
+	// runtime mounts a fresh, empty directory of its own (under
+	// Config.TempDir) and removes it after Result.Release.
 	Tmp string
 	// Data is the host directory mounted at /volume/data; empty means the
 	// agent has not enabled it and nothing is mounted there.
@@ -82,6 +83,20 @@ type Stats struct {
 	// HTTPBytesSent and HTTPBytesReceived count HTTP body bytes.
 	HTTPBytesSent     int64 `json:"httpBytesSent"`
 	HTTPBytesReceived int64 `json:"httpBytesReceived"`
+	// ExitWait is the time from the host closing stdin, after the answer,
+	// to the instance's end: what the 1 s exit rule (exit_timeout) measures.
+	// Zero when the call ended before stdin was closed.
+	ExitWait time.Duration `json:"-"`
+	// ExitWaitMs is ExitWait in milliseconds, for JSON.
+	ExitWaitMs float64 `json:"exitWaitMs"`
+	// QueueWait is how long the call waited for its turn to run
+	// (Config.MaxInstances); it is not part of Duration, nor of any limit.
+	QueueWait time.Duration `json:"-"`
+	// QueueWaitMs is QueueWait in milliseconds, for JSON.
+	QueueWaitMs float64 `json:"queueWaitMs"`
+	// Queued is the number of calls that were waiting for their turn when
+	// this one began to wait, itself included; 0 when it ran at once.
+	Queued int `json:"queued"`
 }
 
 // Result is the outcome of one call.
@@ -105,18 +120,24 @@ type Result struct {
 	// TmpDir is the host directory that was mounted at /volume/tmp.
 	TmpDir string
 
-	removeTmp bool
+	volumes *tempVolumes // set when the runtime made TmpDir
+	// reuse says TmpDir may go back to the pool if the call left it
+	// untouched: false when the instance could not be seen to end.
+	reuse bool
 }
 
-// Release removes the call's /volume/tmp when the runtime created it. An
-// error means the directory (or part of it) is still on disk; it names the
-// directory and wraps the cause.
+// Release gives back the call's /volume/tmp when the runtime made it: a
+// directory the call left no trace in goes back to the runtime's pool of
+// empty ones; any other is removed right after, off the caller's path, and
+// at the latest when the Runtime closes. Files the view links to are gone
+// then. Release is safe to call more than once, and after Runtime.Close.
 func (r *Result) Release() error {
-	if !r.removeTmp || r.TmpDir == "" {
+	if r.volumes == nil || r.TmpDir == "" {
 		return nil
 	}
-	r.removeTmp = false
-	return fsmount.RemoveAll(r.TmpDir)
+	v := r.volumes
+	r.volumes = nil
+	return v.put(r.TmpDir, r.reuse)
 }
 
 // Call runs one tools/call in a fresh instance. An error means the host
@@ -137,8 +158,9 @@ func (p *Package) Call(ctx context.Context, req CallRequest) (*Result, error) {
 	if len(args) == 0 {
 		args = []byte("{}")
 	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(args, &obj); err != nil || obj == nil {
+	// Valid JSON that starts with "{" is an object; checking so does not
+	// decode it into a map (the module decodes it).
+	if args[0] != '{' || !json.Valid(args) {
 		return nil, &CallError{CodeBadArguments, "arguments must be a JSON object"}
 	}
 	lim, err := p.rt.limitsFor(req.Limits)
@@ -147,11 +169,11 @@ func (p *Package) Call(ctx context.Context, req CallRequest) (*Result, error) {
 	}
 	res := &Result{TmpDir: req.Tmp}
 	if res.TmpDir == "" {
-		dir, err := os.MkdirTemp("", "subako-tmp-")
+		dir, err := p.rt.volumes.get()
 		if err != nil {
 			return nil, err
 		}
-		res.TmpDir, res.removeTmp = dir, true
+		res.TmpDir, res.volumes = dir, p.rt.volumes
 	}
 	err = p.call(ctx, req.Tool, args, req, lim, res)
 	if err != nil {
@@ -169,13 +191,51 @@ type callRun struct {
 	budget  *limits.WriteBudget
 	http    *subakohttp.Call
 	started time.Time
+	// exitWait is the time from closing stdin to the instance's end.
+	exitWait time.Duration
+	place    admitted
+	gone     chan struct{} // closed once the instance and its memory are gone
+}
+
+// awaitGone waits until the ended instance has given its memory back, so
+// that a call returns with its memory in the OS. The wait is short (the
+// unmap, after the instance reported its end) and bounded, for an instance
+// the session had to abandon; false means it was not seen to end.
+func (c *callRun) awaitGone() bool {
+	c.s.abort() // a no-op once the instance ended
+	select {
+	case <-c.gone:
+		return true
+	default:
+	}
+	t := time.NewTimer(endGrace)
+	defer t.Stop()
+	select {
+	case <-c.gone:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// finish closes stdin and waits for the exit, timing that wait.
+func (c *callRun) finish() *Crash {
+	closed := time.Now()
+	crash := c.s.finish()
+	c.exitWait = time.Since(closed)
+	return crash
 }
 
 // startCall prepares the mounts, budget and network of one call and starts
 // the instance. With discovery set it is set up as discovery is: only
 // /package, no volume, no network, the discovery deadline.
 func (p *Package) startCall(ctx context.Context, req CallRequest, tmp string, lim limits.Limits, discovery bool, log *zap.Logger) (*callRun, error) {
-	c := &callRun{started: time.Now()}
+	// The call's clocks start once it has its turn: waiting is not its time.
+	place, err := p.rt.admit.admit(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c := &callRun{started: time.Now(), place: place, gone: make(chan struct{})}
 	layout := fsmount.Layout{Tmp: tmp, Data: req.Data, Skills: req.Skills}
 	policy, deadline := req.Network, c.started.Add(lim.CallTimeout)
 	if discovery {
@@ -187,6 +247,7 @@ func (p *Package) startCall(ctx context.Context, req CallRequest, tmp string, li
 	}
 	mounts, err := openMounts(layout)
 	if err != nil {
+		place.done()
 		return nil, err
 	}
 	c.mounts = mounts
@@ -200,6 +261,7 @@ func (p *Package) startCall(ctx context.Context, req CallRequest, tmp string, li
 		deadline: deadline,
 		wasi:     wasi.Config{Mounts: mounts, Budget: c.budget},
 		http:     c.http,
+		ended:    func() { place.done(); close(c.gone) },
 	}, log)
 	return c, nil
 }
@@ -214,7 +276,11 @@ func openMounts(layout fsmount.Layout) (*fsmount.Set, error) {
 
 // stats reads the resources the run used; call it after the instance ended.
 func (c *callRun) stats() Stats {
-	return instanceStats(c.started, c.s.memory, c.budget, c.http, c.s.fuel)
+	st := instanceStats(c.started, c.s.memory, c.budget, c.http, c.s.fuel)
+	st.ExitWait, st.QueueWait, st.Queued = c.exitWait, c.place.wait, c.place.queued
+	st.ExitWaitMs = float64(st.ExitWait.Microseconds()) / 1000
+	st.QueueWaitMs = float64(st.QueueWait.Microseconds()) / 1000
+	return st
 }
 
 // instanceStats reads what one instance used, for calls, probes,
@@ -267,10 +333,13 @@ func (p *Package) call(ctx context.Context, tool string, args json.RawMessage, r
 			crash = s.failNow(CrashInvalidResult, errMessage(err))
 		} else {
 			res.Parsed = parsed
-			crash = s.finish()
+			crash = c.finish()
 		}
 	}
 	res.Stats = c.stats()
+	// A guest still running could write into /volume/tmp after Release:
+	// such a directory must never go back to the pool.
+	res.reuse = c.awaitGone()
 	if err := s.interrupted(); err != nil {
 		// The caller ended the call: whatever the instance did last says
 		// nothing about the module.

@@ -116,12 +116,13 @@ func (rt *Runtime) RunCommand(ctx context.Context, path string, cmd Command) (*C
 	} else {
 		stdin.CloseWrite()
 	}
-	memory := newMemoryLimit(uint64(lim.Memory))
+	memory := newMemoryLimit(uint64(lim.Memory), rt.memPool)
 	meter := fuel.NewMeter(lim.Fuel)
 	ictx := subakohttp.WithCall(wasi.WithInstance(ctx, inst), httpCall)
 	ictx = fuel.WithMeter(experimental.WithMemoryAllocator(ictx, memory), meter)
 	ictx = fuel.WithTableBudget(ictx, memory)
 	err = rt.runInstance(ictx, compiled)
+	memory.release()
 	if err != nil && parent.Err() != nil && !hostCause(context.Cause(ctx)) {
 		return nil, canceled(parent, "run "+path)
 	}

@@ -140,7 +140,7 @@ func TestCompileReturnsOnCancellation(t *testing.T) {
 // one account, 8 bytes an element; a refusal marks the instance out of
 // memory.
 func TestTablesShareTheMemoryLimit(t *testing.T) {
-	m := newMemoryLimit(1 << 20)
+	m := newMemoryLimit(1<<20, nil)
 	mem := m.Allocate(0, 1<<20)
 	if mem.Reallocate(512<<10) == nil {
 		t.Fatal("512 KiB of memory refused under a 1 MiB limit")

@@ -23,8 +23,14 @@ import (
 // per element. So linear memory plus grown tables stay within the limit,
 // and a guest's table.grow of 2^32-2 elements gets -1 instead of making the
 // host allocate 32 GiB.
+//
+// Where the platform allows (memory_mmap.go), each linear memory is an
+// address-space reservation outside the Go heap that is committed as the
+// guest grows and unmapped when the instance closes; elsewhere it is a Go
+// slice (memory_slice.go).
 type memoryLimit struct {
 	limit   uint64
+	pool    *memoryPool // the Runtime's; nil: none
 	peak    atomic.Uint64
 	refusal atomic.Bool
 	// linear is the linear memory's current size; tableBytes what the
@@ -33,16 +39,34 @@ type memoryLimit struct {
 	mu         sync.Mutex
 	tableBytes atomic.Uint64
 	tables     map[uint32]uint64
+
+	memories []linearMemory // every memory handed out, for release
 }
 
-func newMemoryLimit(limit uint64) *memoryLimit { return &memoryLimit{limit: limit} }
+// linearMemory is a memory the allocator hands out. wazero's Free, called
+// as the module closes, only drops the guest's access; unmap gives the
+// memory back, called by release once the instance's end was reported, so
+// that the host's work of returning a large memory to the OS is never
+// counted as the guest's time to exit.
+type linearMemory interface {
+	experimental.LinearMemory
+	unmap()
+}
+
+func newMemoryLimit(limit uint64, pool *memoryPool) *memoryLimit {
+	return &memoryLimit{limit: limit, pool: pool}
+}
 
 // Allocate implements experimental.MemoryAllocator.
 func (m *memoryLimit) Allocate(capacity, max uint64) experimental.LinearMemory {
 	if max > m.limit {
 		max = m.limit
 	}
-	return &limitedMemory{owner: m, max: max}
+	mem := newLinearMemory(m, max)
+	m.mu.Lock()
+	m.memories = append(m.memories, mem)
+	m.mu.Unlock()
+	return mem
 }
 
 func (m *memoryLimit) refused() bool { return m.refusal.Load() }
@@ -69,39 +93,39 @@ func (m *memoryLimit) GrowTable(table, size, delta uint32) bool {
 // Peak is the largest size any memory of the instance reached, in bytes.
 func (m *memoryLimit) Peak() uint64 { return m.peak.Load() }
 
-type limitedMemory struct {
-	owner *memoryLimit
-	max   uint64
-	buf   []byte
+// admits reports whether a linear memory of size bytes (at most max) fits
+// beside the tables grown so far; a refusal is recorded, which turns a
+// later trap or exit into out_of_memory.
+func (m *memoryLimit) admits(size, max uint64) bool {
+	if size > max || size+m.tableBytes.Load() > m.limit {
+		m.refusal.Store(true)
+		return false
+	}
+	return true
 }
 
-// Reallocate implements experimental.LinearMemory. Returning nil makes
-// memory.grow return -1 to the guest, as the spec allows.
-func (l *limitedMemory) Reallocate(size uint64) []byte {
-	if size > l.max || size+l.owner.tableBytes.Load() > l.owner.limit {
-		l.owner.refusal.Store(true)
-		return nil
-	}
-	if size <= uint64(cap(l.buf)) {
-		l.buf = l.buf[:size]
-	} else {
-		// Grow geometrically (as append does) so a guest that grows page by
-		// page is not copied page by page, but never past the limit.
-		newCap := max(size, uint64(cap(l.buf))*2)
-		newCap = min(newCap, l.max)
-		nb := make([]byte, size, newCap)
-		copy(nb, l.buf)
-		l.buf = nb
-	}
-	l.owner.linear.Store(size)
+// grew records a memory's new size: the linear size the tables are
+// charged beside, and the peak.
+func (m *memoryLimit) grew(size uint64) {
+	m.linear.Store(size)
 	for {
-		peak := l.owner.peak.Load()
-		if size <= peak || l.owner.peak.CompareAndSwap(peak, size) {
-			break
+		peak := m.peak.Load()
+		if size <= peak || m.peak.CompareAndSwap(peak, size) {
+			return
 		}
 	}
-	return l.buf
 }
 
-// Free implements experimental.LinearMemory.
-func (l *limitedMemory) Free() { l.buf = nil }
+// release gives back every memory of the instance. It must run once the
+// instance can no longer run, on every path: wazero calls Free when a
+// module closes, but not when instantiation fails after the memory was made
+// (a start function that traps or exits, a data segment out of bounds).
+func (m *memoryLimit) release() {
+	m.mu.Lock()
+	mems := m.memories
+	m.memories = nil
+	m.mu.Unlock()
+	for _, mem := range mems {
+		mem.unmap()
+	}
+}

@@ -97,6 +97,9 @@ func (rt *Runtime) reportCall(ctx context.Context, log *zap.Logger, e CallEvent)
 	fields := []zap.Field{zap.String("outcome", string(e.Outcome)), zap.Duration("duration", s.Duration),
 		zap.Uint64("fuel", s.FuelUsed), zap.Int64("memoryBytes", s.MemoryBytes), zap.Int64("bytesWritten", s.BytesWritten),
 		zap.Int64("httpRequests", s.HTTPRequests)}
+	if s.QueueWait > 0 {
+		fields = append(fields, zap.Duration("queueWait", s.QueueWait), zap.Int("queued", s.Queued))
+	}
 	if e.Crash != "" {
 		fields = append(fields, zap.String("crash", e.Crash))
 	}

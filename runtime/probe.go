@@ -4,12 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"time"
 
 	"go.uber.org/zap"
 
-	"github.com/subako/subako-runner/fsmount"
 	"github.com/subako/subako-runner/protocol"
 )
 
@@ -75,15 +73,11 @@ func (p *Package) Probe(ctx context.Context, pr Probe, req CallRequest) (*ProbeR
 	}
 	tmp := req.Tmp
 	if tmp == "" && !pr.Discovery {
-		dir, err := os.MkdirTemp("", "subako-probe-")
+		dir, err := p.rt.volumes.get()
 		if err != nil {
 			return nil, err
 		}
-		defer func() {
-			if err := fsmount.RemoveAll(dir); err != nil {
-				p.rt.log.Warn("the probe's /volume/tmp was not removed", zap.Error(err))
-			}
-		}()
+		defer p.rt.volumes.put(dir, false) // probes are rare: not worth proving the instance gone
 		tmp = dir
 	}
 	log := p.rt.log.With(zap.String("package", p.name), zap.String("probe", "raw"))

@@ -2,9 +2,11 @@ package runtime
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	goruntime "runtime"
 	"sync"
 	"time"
 
@@ -47,6 +49,16 @@ type Config struct {
 	// of stdin and the instance's end. It runs synchronously (inside the guest's
 	// write for its lines): keep it quick.
 	Trace func(TraceEvent)
+	// TempDir is where the runtime keeps the /volume/tmp directories it
+	// makes for calls, each runtime in a directory of its own; empty means
+	// <os.TempDir()>/subako-runner-<uid>. A runtime that starts removes what
+	// runtimes that died (killed, crashed) left there (docs/embedding.md).
+	TempDir string
+	// MaxInstances is how many module instances (calls, probes,
+	// discoveries) may run at once; the others wait their turn, and their
+	// time limits start when their instance starts. 0 means
+	// runtime.NumCPU(); a negative value means no bound.
+	MaxInstances int
 }
 
 // Runtime loads packages and runs their calls. It owns a wazero runtime
@@ -84,6 +96,15 @@ type Runtime struct {
 	traceSeq   int64 // atomic: the last instance number traced
 	// endGrace overrides the package's endGrace; tests shorten it.
 	endGrace time.Duration
+	volumes  *tempVolumes
+	admit    *admission
+	memPool  *memoryPool
+	// modConfig is every instance's module configuration, made once: no
+	// name, no start functions (runInstance calls _start), and a random
+	// source that costs nothing to set up (wazero would otherwise seed a
+	// math/rand source per instance, 7% of a C call; our own WASI layer
+	// answers random_get from crypto/rand and never reads it).
+	modConfig wazero.ModuleConfig
 }
 
 // New creates a Runtime.
@@ -107,7 +128,14 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	// No WithCloseOnContextDone: every module is fuel-metered (internal/fuel)
 	// and the refuel host function, entered about every millisecond, checks
 	// the deadline at a fraction of that option's cost.
+	maxInstances := cfg.MaxInstances
+	if maxInstances == 0 {
+		maxInstances = goruntime.NumCPU()
+	}
 	rt := &Runtime{log: log, limits: lim, client: protocol.ClientInfo{Name: "subako", Version: Version}, observer: cfg.Observer,
+		admit:      newAdmission(maxInstances),
+		memPool:    newMemoryPool(max(2, goruntime.NumCPU())),
+		modConfig:  wazero.NewModuleConfig().WithName("").WithStartFunctions().WithRandSource(rand.Reader),
 		meterings:  newMeteringRecords(cfg.CompilationCacheDir),
 		progressFn: cfg.Progress, trace: cfg.Trace}
 	if cfg.CompilationCacheDir != "" {
@@ -118,23 +146,33 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		rt.cache = cache
 		rc = rc.WithCompilationCache(cache)
 	}
+	volumes, err := openTempVolumes(cfg.TempDir, log)
+	if err != nil {
+		if rt.cache != nil {
+			rt.cache.Close(ctx)
+		}
+		return nil, err
+	}
+	rt.volumes = volumes
 	rt.wz = wazero.NewRuntimeWithConfig(ctx, rc)
 	if _, err := wasi.Instantiate(ctx, rt.wz); err != nil {
-		rt.wz.Close(ctx)
+		rt.Close(ctx)
 		return nil, fmt.Errorf("defining wasi_snapshot_preview1: %w", err)
 	}
 	if _, err := subakohttp.Instantiate(ctx, rt.wz); err != nil {
-		rt.wz.Close(ctx)
+		rt.Close(ctx)
 		return nil, fmt.Errorf("defining subako_http: %w", err)
 	}
 	if _, err := fuel.Instantiate(ctx, rt.wz); err != nil {
-		rt.wz.Close(ctx)
+		rt.Close(ctx)
 		return nil, fmt.Errorf("defining subako_fuel: %w", err)
 	}
 	return rt, nil
 }
 
-// Close releases the runtime and every package loaded through it. It
+// Close releases the runtime and every package loaded through it, and
+// removes the /volume/tmp directories it made, those of results not
+// released yet included. It
 // first waits for compilations a caller stopped waiting for (they cannot be
 // interrupted, and the structural bounds keep them finite); if ctx ends
 // first, Close returns ctx.Err() and leaves the runtime to them, which is
@@ -154,7 +192,8 @@ func (rt *Runtime) Close(ctx context.Context) error {
 	if rt.cache != nil {
 		err = errors.Join(err, rt.cache.Close(ctx))
 	}
-	return err
+	rt.memPool.close()
+	return errors.Join(err, rt.volumes.close())
 }
 
 // Limits returns the runtime's default limits.

@@ -124,6 +124,9 @@ func TestCallRefusedBeforeTheModuleRuns(t *testing.T) {
 		{"arguments an array", CallRequest{Tool: "greet", Arguments: json.RawMessage(`[1]`)}, CodeBadArguments},
 		{"arguments not JSON", CallRequest{Tool: "greet", Arguments: json.RawMessage(`{`)}, CodeBadArguments},
 		{"arguments null", CallRequest{Tool: "greet", Arguments: json.RawMessage(`null`)}, CodeBadArguments},
+		{"arguments two objects", CallRequest{Tool: "greet", Arguments: json.RawMessage(`{"a":1} {"b":2}`)}, CodeBadArguments},
+		{"arguments an object, then garbage", CallRequest{Tool: "greet", Arguments: json.RawMessage(`{"a":1}x`)}, CodeBadArguments},
+		{"arguments a string", CallRequest{Tool: "greet", Arguments: json.RawMessage(`"{}"`)}, CodeBadArguments},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -459,6 +462,7 @@ func TestModelView(t *testing.T) {
 	}
 	tmp := res.TmpDir
 	res.Release()
+	rt.volumes.flush() // the removal runs off the caller's path
 	if _, err := os.Stat(tmp); !os.IsNotExist(err) {
 		t.Errorf("Release left /volume/tmp at %s", tmp)
 	}

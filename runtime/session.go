@@ -43,6 +43,7 @@ type instanceConfig struct {
 	deadline time.Time
 	wasi     wasi.Config
 	http     *subakohttp.Call
+	ended    func() // called once the instance is gone (its memory too); may be nil
 }
 
 // session drives one module instance over stdio: it writes one request at a
@@ -95,7 +96,7 @@ func (rt *Runtime) startSession(parent context.Context, cfg instanceConfig, log 
 		lim:       lim,
 		stdin:     wasi.NewStdin(),
 		stderr:    newStderrTail(lim.StderrTail, log),
-		memory:    newMemoryLimit(uint64(lim.Memory)),
+		memory:    newMemoryLimit(uint64(lim.Memory), rt.memPool),
 		fuel:      fuel.NewMeter(lim.Fuel),
 		done:      make(chan error, 1),
 		responses: make(chan protocol.Message, 1),
@@ -131,6 +132,9 @@ func (rt *Runtime) startSession(parent context.Context, cfg instanceConfig, log 
 		s.crash = s.newCrash(CrashOutOfMemory, err.Error())
 		s.exited = true
 		inst.Close()
+		if cfg.ended != nil {
+			cfg.ended()
+		}
 		return s
 	}
 	go func() {
@@ -156,6 +160,10 @@ func (rt *Runtime) startSession(parent context.Context, cfg instanceConfig, log 
 		s.trace.exit(err)
 		s.ended = time.Now()
 		s.done <- err
+		s.memory.release() // after the end is reported: the host's work, not the guest's
+		if cfg.ended != nil {
+			cfg.ended()
+		}
 	}()
 	return s
 }
@@ -163,7 +171,7 @@ func (rt *Runtime) startSession(parent context.Context, cfg instanceConfig, log 
 // runInstance instantiates the module (running any start section) and then
 // calls _start. wazero reports exit code 0 as success.
 func (rt *Runtime) runInstance(ctx context.Context, compiled wazero.CompiledModule) error {
-	mod, err := rt.wz.InstantiateModule(ctx, compiled, wazero.NewModuleConfig().WithName("").WithStartFunctions())
+	mod, err := rt.wz.InstantiateModule(ctx, compiled, rt.modConfig)
 	if err != nil {
 		return err
 	}

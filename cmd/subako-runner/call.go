@@ -78,6 +78,15 @@ func runCall(ctx context.Context, e *env, h *hostFlags, c *callFlags, path strin
 	}
 	defer pkg.Close(ctx)
 
+	if c.volumes.keepTmp && req.Tmp == "" {
+		// The runtime removes the directories it makes when it closes; a
+		// kept one is made here, where nothing sweeps it.
+		dir, err := os.MkdirTemp("", "subako-tmp-")
+		if err != nil {
+			return fail(e, "%v", err)
+		}
+		req.Tmp = dir
+	}
 	res, err := pkg.Call(ctx, req)
 	if err != nil {
 		if code, ok := interrupted(ctx, e, err); ok {

@@ -157,19 +157,28 @@ func printTools(w io.Writer, pkg *runtime.Package) {
 	}
 }
 
+// rejection returns the package's refusal and its exit status: 4, or 3
+// when discovery crashed. Any other error is a host error: it is reported
+// here and rej is nil.
+func rejection(e *env, err error) (rej *runtime.RejectedError, code int) {
+	if !errors.As(err, &rej) {
+		return nil, fail(e, "%v", err)
+	}
+	if rej.Crash != nil {
+		return rej, exitCrashed
+	}
+	return rej, exitRejected
+}
+
 // reportPackageError prints a rejection (exit 4), a discovery crash (exit 3),
 // an interruption (exit 130) or a host error (exit 2).
 func reportPackageError(ctx context.Context, e *env, h *hostFlags, err error) int {
 	if code, ok := interrupted(ctx, e, err); ok {
 		return code
 	}
-	var rej *runtime.RejectedError
-	if !errors.As(err, &rej) {
-		return fail(e, "%v", err)
-	}
-	code := exitRejected
-	if rej.Crash != nil {
-		code = exitCrashed
+	rej, code := rejection(e, err)
+	if rej == nil {
+		return code
 	}
 	if h.json {
 		writeJSON(e, packageReport{Rejection: rej.Rejections, Crash: rej.Crash})

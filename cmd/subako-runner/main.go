@@ -122,6 +122,8 @@ func commandConstructors() []func(*app) *cobra.Command {
 		newValidateCmd,
 		newDiscoverCmd,
 		newCallCmd,
+		newMCPCmd,
+		newInspectCmd,
 		newCheckCmd,
 		newRunCmd,
 		newVersionCmd,

@@ -32,12 +32,9 @@ func Check(wasm []byte, opts Options) []Problem {
 		}
 		return []Problem{{CodeInvalidModule, "the module header is invalid: " + errMsg(err)}}
 	}
-	m, err := wasmbin.Decode(wasm)
-	if err != nil {
-		if errors.Is(err, wasmbin.ErrLimit) {
-			return []Problem{{CodeModuleTooComplex, "the module is too large to check " + errWhere(err)}}
-		}
-		return []Problem{{CodeInvalidModule, "the module is malformed " + errWhere(err)}}
+	m, problems := decode(wasm)
+	if m == nil {
+		return problems
 	}
 	c := &checker{m: m, opts: opts}
 	c.types()
@@ -51,18 +48,29 @@ func Check(wasm []byte, opts Options) []Problem {
 	return c.problems
 }
 
+// decode decodes the module, or says why it cannot be checked: a count
+// over the decoder's limits is module_too_complex, anything else
+// invalid_module.
+func decode(wasm []byte) (*wasmbin.Module, []Problem) {
+	m, err := wasmbin.Decode(wasm)
+	if err == nil {
+		return m, nil
+	}
+	if errors.Is(err, wasmbin.ErrLimit) {
+		return nil, []Problem{{CodeModuleTooComplex, "the module is too large to check " + errWhere(err)}}
+	}
+	return nil, []Problem{{CodeInvalidModule, "the module is malformed " + errWhere(err)}}
+}
+
 // CheckStructure runs only the structural bounds (module_too_complex,
 // table_too_large and memory_too_large): the checks that keep compiling
 // and instantiating a module bounded, for paths that compile a module
 // without the full upload checks (`run`). A module that does not decode is
 // reported as Check reports it.
 func CheckStructure(wasm []byte, opts Options) []Problem {
-	m, err := wasmbin.Decode(wasm)
-	if err != nil {
-		if errors.Is(err, wasmbin.ErrLimit) {
-			return []Problem{{CodeModuleTooComplex, "the module is too large to check " + errWhere(err)}}
-		}
-		return []Problem{{CodeInvalidModule, "the module is malformed " + errWhere(err)}}
+	m, problems := decode(wasm)
+	if m == nil {
+		return problems
 	}
 	c := &checker{m: m, opts: opts}
 	c.memories()

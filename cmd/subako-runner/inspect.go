@@ -1,0 +1,94 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/subako/subako-runner/internal/inspect"
+	"github.com/subako/subako-runner/internal/loopback"
+	"github.com/subako/subako-runner/runtime"
+)
+
+// inspectFlags are the flags of inspect beyond those of a call.
+type inspectFlags struct {
+	listen       string
+	allowRemote  bool
+	allowedHosts []string
+}
+
+func newInspectCmd(a *app) *cobra.Command {
+	var h hostFlags
+	var c callFlags
+	var f inspectFlags
+	cmd := &cobra.Command{
+		Use:   "inspect [flags] PACKAGE",
+		Short: "serve a local web page to judge a package: upload report, tools, calls, model view, checks",
+		Long: "Check and discover PACKAGE, then serve a local web page that shows the upload report, the tools\n" +
+			"and their schemas, a form to call each tool under the flags' limits, volumes and network, what\n" +
+			"the model reads (images drawn, volume files listed), crashes with their stderr tail, the cost of\n" +
+			"each call, and the conformance checklist. The page's URL, with its random token, is printed on\n" +
+			"stdout. A refused package still gets its page, which shows why.\n" +
+			"Exit status: 0 when interrupted (Ctrl-C), 2 on a usage or host error.",
+		Args: positionals([]string{"PACKAGE"}, 1, 1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			req, err := c.request(a.e, "", nil)
+			if err != nil {
+				return usageErr(cmd, "%v", err)
+			}
+			if f.listen, err = loopback.ListenAddr(f.listen, f.allowRemote, "--listen", "--listen-allow-remote"); err != nil {
+				return usageErr(cmd, "%v", err)
+			}
+			return status(runInspect(a.ctx, a.e, &h, &f, args[0], req))
+		},
+	}
+	h.register(cmd, false)
+	c.register(cmd)
+	fs := cmd.Flags()
+	fs.StringVar(&f.listen, "listen", "127.0.0.1:0", "serve the page on `ADDR` (HOST:PORT, or PORT for 127.0.0.1:PORT; port 0 picks a free one)")
+	fs.BoolVar(&f.allowRemote, "listen-allow-remote", false, "let --listen use a non-loopback address (the token still guards every request)")
+	fs.Var(&repeated{&f.allowedHosts, "NAME"}, "listen-allow-host", "also answer requests whose Host is NAME (a name other machines use for this one); repeatable")
+	return cmd
+}
+
+func runInspect(ctx context.Context, e *env, h *hostFlags, f *inspectFlags, path string, req runtime.CallRequest) int {
+	rt, closeRT, err := h.openRuntime(ctx, e, *req.Limits, path)
+	if err != nil {
+		return fail(e, "%v", err)
+	}
+	defer closeRT()
+	log, err := h.logger(e.stderr)
+	if err != nil {
+		return fail(e, "%v", err)
+	}
+	srv, err := inspect.New(ctx, inspect.Config{Runtime: rt, Path: path, Request: req, AllowedHosts: f.allowedHosts, Logger: log})
+	if err != nil {
+		if code, ok := interrupted(ctx, e, err); ok {
+			return code
+		}
+		return fail(e, "%v", err)
+	}
+	defer srv.Close(context.WithoutCancel(ctx))
+	ln, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return fail(e, "--listen: %v", err)
+	}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan error, 1)
+	go func() { done <- hs.Serve(ln) }()
+	fmt.Fprintf(e.stderr, "subako-runner: inspecting %s; open this URL (Ctrl-C stops):\n", path)
+	fmt.Fprintln(e.stdout, srv.URL(ln.Addr().String()))
+	select {
+	case err := <-done:
+		return fail(e, "--listen: %v", err)
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	_ = hs.Shutdown(shutdown)
+	return exitOK
+}

@@ -1,0 +1,199 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/subako/subako-runner/internal/loopback"
+	"github.com/subako/subako-runner/internal/mcpserve"
+	"github.com/subako/subako-runner/runtime"
+)
+
+// mcpShutdown bounds the wait for calls in flight when the client has gone.
+const mcpShutdown = 10 * time.Second
+
+// mcpFlags are the flags of mcp beyond those of a call.
+type mcpFlags struct {
+	http         string
+	allowRemote  bool
+	allowedHosts []string
+	watch        bool
+}
+
+func newMCPCmd(a *app) *cobra.Command {
+	var h hostFlags
+	var c callFlags
+	var m mcpFlags
+	cmd := &cobra.Command{
+		Use:   "mcp [flags] PACKAGE",
+		Short: "serve the package to any MCP client (stdio, or Streamable HTTP with --http)",
+		Long: "Check and discover PACKAGE once, then serve it as an MCP server on stdin/stdout (or over\n" +
+			"Streamable HTTP with --http): tools/list is the stored discovery, and every tools/call runs in a\n" +
+			"fresh instance under the flags' limits, volumes and network, as on Subako. A crash is an isError\n" +
+			"result naming the crash code. Logs go to stderr, never stdout.\n" +
+			"Exit status: 0 when the client disconnects, 2 on a usage or host error, 3 when discovery crashed,\n" +
+			"4 when the package is rejected (nothing is served then).",
+		Args: positionals([]string{"PACKAGE"}, 1, 1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			req, err := c.request(a.e, "", nil)
+			if err != nil {
+				return usageErr(cmd, "%v", err)
+			}
+			if m.http != "" {
+				if m.http, err = loopback.ListenAddr(m.http, m.allowRemote, "--http", "--http-allow-remote"); err != nil {
+					return usageErr(cmd, "%v", err)
+				}
+			} else if m.allowRemote || len(m.allowedHosts) > 0 {
+				return usageErr(cmd, "--http-allow-remote and --http-allow-host need --http")
+			}
+			return status(runMCP(a.ctx, a.e, &h, &c, &m, args[0], req))
+		},
+	}
+	h.register(cmd, false)
+	// One line per call at info is what the operator reads in the client's
+	// server log.
+	h.logLevel = "info"
+	cmd.Flags().Lookup("log-level").DefValue = "info"
+	h.registerTrace(cmd)
+	c.register(cmd)
+	fs := cmd.Flags()
+	fs.StringVar(&m.http, "http", "", "serve Streamable HTTP on `ADDR` (HOST:PORT, or PORT for 127.0.0.1:PORT) at /mcp instead of stdio")
+	fs.BoolVar(&m.allowRemote, "http-allow-remote", false, "let --http listen on a non-loopback address and answer requests for any IP address")
+	fs.Var(&repeated{&m.allowedHosts, "NAME"}, "http-allow-host", "also answer requests whose Host (and Origin) is NAME; repeatable")
+	fs.BoolVar(&m.watch, "watch", false, "check and discover again when module.wasm or the manifest changes, and swap the package in")
+	return cmd
+}
+
+func runMCP(ctx context.Context, e *env, h *hostFlags, c *callFlags, m *mcpFlags, path string, req runtime.CallRequest) int {
+	cfg, release, err := h.runtimeConfig(e, *req.Limits, path)
+	if err != nil {
+		return fail(e, "%v", err)
+	}
+	defer release()
+	cfg.Logger = cfg.Logger.WithOptions(zap.WrapCore(promoteModuleStderr))
+	rt, err := runtime.New(ctx, cfg)
+	if err != nil {
+		return fail(e, "%v", err)
+	}
+	defer rt.Close(ctx)
+	pkg, err := rt.Load(ctx, path)
+	if err != nil {
+		return reportRejectedOnStderr(ctx, e, path, err)
+	}
+	srv := mcpserve.New(pkg, mcpserve.Options{
+		Logger: cfg.Logger, Call: req, KeepTmp: c.volumes.keepTmp,
+		AllowRemote: m.allowRemote, AllowedHosts: m.allowedHosts,
+	})
+	defer func() {
+		closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), mcpShutdown)
+		defer cancel()
+		srv.Close(closeCtx)
+	}()
+	serveCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	if m.watch {
+		watched := make(chan struct{})
+		go func() {
+			defer close(watched)
+			srv.Watch(serveCtx, mcpserve.WatchOptions{
+				Path: path,
+				Load: func(ctx context.Context) (*runtime.Package, error) { return rt.Load(ctx, path) },
+			})
+		}()
+		// Runs before the server and the runtime close: no load in flight.
+		defer func() { stop(); <-watched }()
+	}
+	tools := fmt.Sprintf("%d tools", len(pkg.Tools()))
+	if len(pkg.Tools()) == 1 {
+		tools = "1 tool"
+	}
+	if m.http == "" {
+		fmt.Fprintf(e.stderr, "subako-runner: serving %s (%s) over stdio\n", pkg.Name(), tools)
+		if err := srv.ServeStdio(serveCtx, e.stdin, e.stdout); err != nil {
+			return fail(e, "%v", err)
+		}
+		return exitOK
+	}
+	ln, err := net.Listen("tcp", m.http)
+	if err != nil {
+		return fail(e, "--http: %v", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", srv.Handler())
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	fmt.Fprintf(e.stderr, "subako-runner: serving %s (%s) over Streamable HTTP at http://%s/mcp\n", pkg.Name(), tools, ln.Addr())
+	done := make(chan error, 1)
+	go func() { done <- hs.Serve(ln) }()
+	select {
+	case err := <-done:
+		return fail(e, "--http: %v", err)
+	case <-ctx.Done():
+	}
+	// Close, not Shutdown: the sessions' GET streams never go idle. A closed
+	// connection ends a 2026-07-28 call at once; a session's call is left to
+	// srv.Close, which waits mcpShutdown for it before the runtime closes.
+	hs.Close()
+	return exitOK
+}
+
+// reportRejectedOnStderr is reportPackageError for a command whose stdout
+// belongs to the protocol: every reason goes to stderr.
+func reportRejectedOnStderr(ctx context.Context, e *env, path string, err error) int {
+	if code, ok := interrupted(ctx, e, err); ok {
+		return code
+	}
+	rej, code := rejection(e, err)
+	if rej == nil {
+		return code
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "subako-runner: %s was rejected, nothing is served: %d problem(s)\n", path, len(rej.Rejections))
+	for _, r := range rej.Rejections {
+		fmt.Fprintf(&b, "  %s: %s\n", r.Code, r.Message)
+	}
+	if rej.Crash != nil {
+		printStderr(&b, rej.Crash.Stderr)
+	}
+	fmt.Fprint(e.stderr, b.String())
+	return code
+}
+
+// promoteModuleStderr shows the module's stderr lines, which the runtime
+// logs at debug, at info: in mcp they are the author's only window into the
+// module while a client drives it, and stderr is where an MCP client
+// collects a server's diagnostics.
+func promoteModuleStderr(inner zapcore.Core) zapcore.Core {
+	return &stderrPromoter{inner}
+}
+
+type stderrPromoter struct{ zapcore.Core }
+
+func isModuleStderr(ent zapcore.Entry) bool {
+	return ent.Level == zapcore.DebugLevel && strings.HasPrefix(ent.Message, "module stderr")
+}
+
+func (c *stderrPromoter) Enabled(l zapcore.Level) bool {
+	return c.Core.Enabled(l) || (l == zapcore.DebugLevel && c.Core.Enabled(zapcore.InfoLevel))
+}
+
+func (c *stderrPromoter) With(fields []zapcore.Field) zapcore.Core {
+	return &stderrPromoter{c.Core.With(fields)}
+}
+
+func (c *stderrPromoter) Check(ent zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
+	if isModuleStderr(ent) {
+		ent.Level = zapcore.InfoLevel
+	}
+	if c.Core.Enabled(ent.Level) {
+		return ce.AddCore(ent, c)
+	}
+	return ce
+}

@@ -1,0 +1,210 @@
+package mcpserve
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/zap"
+
+	"github.com/subako/subako-runner/limits"
+	"github.com/subako/subako-runner/runtime"
+)
+
+// TestHTTPRevisions: over Streamable HTTP a 2026-07-28 client is served
+// statelessly (no session id ever), a 2025-11-25 client gets a session.
+func TestHTTPRevisions(t *testing.T) {
+	f := newFixture(t)
+	srv := New(f.load(t, testdata+"packages/cgreet"), Options{Logger: f.log})
+	t.Cleanup(func() { srv.Close(context.Background()) })
+	var mu sync.Mutex
+	var sessionIDs, versions []string
+	h := srv.Handler()
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		versions = append(versions, r.Header.Get("MCP-Protocol-Version"))
+		mu.Unlock()
+		h.ServeHTTP(w, r)
+		mu.Lock()
+		if id := w.Header().Get("Mcp-Session-Id"); id != "" {
+			sessionIDs = append(sessionIDs, id)
+		}
+		mu.Unlock()
+	}))
+	t.Cleanup(ts.Close)
+
+	for _, tc := range []struct {
+		version  string
+		sessions bool
+	}{
+		{"2026-07-28", false},
+		{"2025-11-25", true},
+	} {
+		t.Run(tc.version, func(t *testing.T) {
+			mu.Lock()
+			sessionIDs, versions = nil, nil
+			mu.Unlock()
+			client := mcp.NewClient(&mcp.Implementation{Name: "mcpserve-http-test", Version: "1"}, nil)
+			cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: ts.URL + "/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: tc.version})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			if got := cs.InitializeResult().ProtocolVersion; got != tc.version {
+				t.Errorf("negotiated %q", got)
+			}
+			if names := toolNames(t, cs); strings.Join(names, ",") != "greet,trap" {
+				t.Errorf("tools %v", names)
+			}
+			res := call(t, context.Background(), cs, "greet", map[string]any{"name": "Ada"})
+			if res.IsError || !strings.Contains(text(res), "Hello, Ada!") {
+				t.Errorf("greet: %v %q", res.IsError, text(res))
+			}
+			res = call(t, context.Background(), cs, "trap", map[string]any{})
+			if !res.IsError || !strings.Contains(text(res), "(trap)") {
+				t.Errorf("trap: %v %q", res.IsError, text(res))
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if (len(sessionIDs) > 0) != tc.sessions {
+				t.Errorf("session ids %v (versions sent %v): want sessions %v", sessionIDs, versions, tc.sessions)
+			}
+		})
+	}
+}
+
+// TestDNSRebinding: a browser page on another site, reaching the server
+// through a name it rebinds to 127.0.0.1, sends its own name in Host and
+// Origin; both are refused before any MCP handling.
+func TestDNSRebinding(t *testing.T) {
+	f := newFixture(t)
+	pkg := f.load(t, testdata+"packages/cgreet")
+	local := New(pkg, Options{Logger: f.log})
+	remote := New(pkg, Options{Logger: f.log, AllowRemote: true, AllowedHosts: []string{"build-box.lan"}})
+	const body = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`
+	for _, tc := range []struct {
+		name         string
+		srv          *Server
+		host, origin string
+		allowed      bool
+	}{
+		{"loopback", local, "127.0.0.1:8080", "", true},
+		{"localhost", local, "localhost:8080", "", true},
+		{"ipv6 loopback", local, "[::1]:8080", "", true},
+		{"localhost origin", local, "127.0.0.1:8080", "http://localhost:6274", true},
+		{"rebound name", local, "evil.example:8080", "", false},
+		{"rebound name with its origin", local, "evil.example:8080", "http://evil.example:8080", false},
+		{"foreign origin", local, "127.0.0.1:8080", "https://evil.example", false},
+		{"null origin", local, "127.0.0.1:8080", "null", false},
+		{"non-http origin", local, "127.0.0.1:8080", "file://localhost", false},
+		{"localhost suffix", local, "localhost.evil.example:8080", "", false},
+		{"remote ip without allow-remote", local, "192.0.2.10:8080", "", false},
+		{"no host", local, "", "", false},
+		{"remote ip with allow-remote", remote, "192.0.2.10:8080", "", true},
+		{"allowed name", remote, "build-box.lan:8080", "http://build-box.lan:8080", true},
+		{"rebound name with allow-remote", remote, "evil.example:8080", "", false},
+		{"foreign origin with allow-remote", remote, "192.0.2.10:8080", "https://evil.example", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(body))
+			r.Host = tc.host
+			r.Header.Set("Content-Type", "application/json")
+			r.Header.Set("Accept", "application/json, text/event-stream")
+			if tc.origin != "" {
+				r.Header.Set("Origin", tc.origin)
+			}
+			w := httptest.NewRecorder()
+			tc.srv.Handler().ServeHTTP(w, r)
+			if refused := w.Code == http.StatusForbidden; refused == tc.allowed {
+				t.Errorf("Host %q Origin %q: status %d, want allowed=%v (%s)", tc.host, tc.origin, w.Code, tc.allowed, w.Body)
+			}
+			if tc.allowed && w.Code != http.StatusOK {
+				t.Errorf("allowed request: status %d %s", w.Code, w.Body)
+			}
+		})
+	}
+}
+
+// TestHTTPCancellation: over HTTP too, a call the client gives up on ends
+// its instance (a stateless 2026-07-28 call by its request closing or
+// notifications/cancelled; a session's by notifications/cancelled).
+func TestHTTPCancellation(t *testing.T) {
+	f := newFixture(t)
+	lim := limits.Default()
+	lim.CallTimeout = time.Hour
+	srv := New(f.load(t, misbehavePackage(t)), Options{Logger: f.log, Call: runtime.CallRequest{Limits: &lim}})
+	t.Cleanup(func() { srv.Close(context.Background()) })
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+	for _, version := range []string{"2026-07-28", "2025-11-25"} {
+		t.Run(version, func(t *testing.T) {
+			client := mcp.NewClient(&mcp.Implementation{Name: "mcpserve-http-test", Version: "1"}, nil)
+			cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: ts.URL}, &mcp.ClientSessionOptions{ProtocolVersion: version})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			started := f.logs.FilterMessage("module stderr").FilterField(zap.String("tool", "timeout_sleep")).Len()
+			ctx, cancel := context.WithCancel(context.Background())
+			errc := make(chan error, 1)
+			go func() {
+				_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "timeout_sleep", Arguments: map[string]any{}})
+				errc <- err
+			}()
+			waitFor(t, "the instance to start", func() bool {
+				return f.logs.FilterMessage("module stderr").FilterField(zap.String("tool", "timeout_sleep")).Len() > started
+			})
+			cancel()
+			if err := <-errc; err == nil {
+				t.Error("a cancelled call returned a result")
+			}
+			select {
+			case e := <-f.calls.ch:
+				if e.Tool != "timeout_sleep" {
+					t.Errorf("call event %+v", e)
+				}
+			case <-time.After(time.Minute):
+				t.Fatal("the cancelled call's instance did not end")
+			}
+		})
+	}
+}
+
+// FuzzCheckHost: whatever Host and Origin a request carries, the check
+// never panics, and a loopback-only server lets through only requests
+// whose Host names localhost or a loopback address.
+func FuzzCheckHost(f *testing.F) {
+	for _, seed := range [][2]string{
+		{"127.0.0.1:8080", ""}, {"localhost", "http://localhost:6274"}, {"[::1]:1", "null"},
+		{"evil.example", "http://evil.example"}, {"127.0.0.1.evil.example", ""}, {"[::ffff:127.0.0.1]", "https://[::1]"},
+		{"LOCALHOST.", "HTTP://LocalHost:1"}, {"[fe80::1%25eth0]:80", ""}, {"", ""}, {"%", "://"},
+	} {
+		f.Add(seed[0], seed[1])
+	}
+	srv := &Server{}
+	f.Fuzz(func(t *testing.T, host, origin string) {
+		r := httptest.NewRequest(http.MethodPost, "/mcp", nil)
+		r.Host = host
+		if origin != "" {
+			r.Header.Set("Origin", origin)
+		}
+		if srv.CheckHost(r) != nil {
+			return
+		}
+		h := host
+		if hh, _, err := net.SplitHostPort(host); err == nil {
+			h = hh
+		}
+		h = strings.TrimSuffix(strings.ToLower(strings.Trim(h, "[]")), ".")
+		if ip, err := netip.ParseAddr(h); h != "localhost" && (err != nil || !ip.Unmap().IsLoopback()) {
+			t.Fatalf("Host %q (Origin %q) was let through", host, origin)
+		}
+	})
+}

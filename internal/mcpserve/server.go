@@ -1,0 +1,332 @@
+package mcpserve
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/zap"
+
+	"github.com/subako/subako-runner/protocol"
+	"github.com/subako/subako-runner/runtime"
+)
+
+// DefaultPageSize is how many tools one tools/list page holds when
+// Options.PageSize is zero. ABI 1 allows 1,024 tools; clients page through
+// them with nextCursor.
+const DefaultPageSize = 100
+
+// CrashMetaKey is the _meta member of a crash result: {"reason", "message"},
+// for clients that want the crash code without parsing the text.
+const CrashMetaKey = "subako/crash"
+
+// Options configure a Server.
+type Options struct {
+	// Logger receives the server's logs (and, through the runtime, one line
+	// per call); nil logs nothing. It must not write to the stdio transport's
+	// output.
+	Logger *zap.Logger
+	// Call is the template of every call: Tmp, Data, Skills, Network and
+	// Limits apply to each tools/call; Tool and Arguments are ignored.
+	Call runtime.CallRequest
+	// KeepTmp keeps each call's fresh /volume/tmp (when Call.Tmp is empty)
+	// instead of removing it with the call, and logs where it is.
+	KeepTmp bool
+	// PageSize is the number of tools per tools/list page; zero means
+	// DefaultPageSize.
+	PageSize int
+	// AllowRemote lets Handler answer requests whose Host or Origin names a
+	// non-loopback IP address. Without it only loopback names and addresses
+	// (and AllowedHosts) are served.
+	AllowRemote bool
+	// AllowedHosts are extra host names (without port) Handler accepts in
+	// Host and Origin, e.g. the name a remote client uses for this machine.
+	AllowedHosts []string
+}
+
+// Server serves one package (swappable with Swap) to MCP clients. It is safe
+// for concurrent use; ServeStdio and Handler may serve at the same time.
+type Server struct {
+	log  *zap.Logger
+	opts Options
+	sdk  *mcp.Server
+
+	swapMu sync.Mutex // serialises Swap, so the SDK's tool list follows the packages in order
+
+	mu     sync.Mutex
+	cur    *held
+	tools  map[string]bool // names registered with the SDK server
+	calls  sync.WaitGroup
+	closed bool
+}
+
+// held is a package and the calls using it; a retired package is closed
+// when its last call returns.
+type held struct {
+	pkg     *runtime.Package
+	refs    int
+	retired bool
+}
+
+// New makes a Server for pkg. The Server owns pkg (and every package given
+// to Swap): it closes each once it is replaced and its calls have returned,
+// and the last one in Close.
+func New(pkg *runtime.Package, opts Options) *Server {
+	log := opts.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	if opts.PageSize <= 0 {
+		opts.PageSize = DefaultPageSize
+	}
+	s := &Server{log: log, opts: opts, cur: &held{pkg: pkg}, tools: map[string]bool{}}
+	s.sdk = mcp.NewServer(implementation(pkg), &mcp.ServerOptions{
+		Logger:       newSlogger(log.Named("mcp")),
+		PageSize:     opts.PageSize,
+		Instructions: instructions(pkg),
+		// Only tools: a package offers nothing else, and logging/setLevel
+		// would suggest the client can change what the host logs.
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+	})
+	s.setTools(pkg)
+	return s
+}
+
+// implementation names the server after the package, so a client lists it
+// under the package's name and version.
+func implementation(pkg *runtime.Package) *mcp.Implementation {
+	impl := &mcp.Implementation{Name: pkg.Name(), Title: pkg.Name() + " (subako-runner)", Version: runtime.Version}
+	if m := pkg.Manifest(); m != nil && m.Version != "" {
+		impl.Version = m.Version
+	}
+	return impl
+}
+
+// instructions passes on the module's own server/discover instructions.
+func instructions(pkg *runtime.Package) string {
+	var s string
+	if raw := pkg.Discovery().Result.Instructions; raw != nil {
+		_ = json.Unmarshal(raw, &s)
+	}
+	return s
+}
+
+// Package returns the package being served.
+func (s *Server) Package() *runtime.Package {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cur.pkg
+}
+
+// Swap replaces the package being served: calls already running finish on
+// the old package, which is closed after them; new calls and tools/list see
+// the new one, and every connected client is sent
+// notifications/tools/list_changed. The Server owns pkg from now on.
+func (s *Server) Swap(ctx context.Context, pkg *runtime.Package) {
+	s.swapMu.Lock()
+	defer s.swapMu.Unlock()
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		pkg.Close(ctx)
+		return
+	}
+	old := s.cur
+	s.cur = &held{pkg: pkg}
+	old.retired = true
+	closeOld := old.refs == 0
+	s.mu.Unlock()
+	if closeOld {
+		old.pkg.Close(ctx)
+	}
+	s.setTools(pkg)
+}
+
+// setTools makes the SDK server's tool list pkg's. The SDK batches the
+// changes into one list_changed notification per session. New tools go in
+// before old ones go out, so a tools/list in between sees a superset, never
+// a list missing a tool both versions have.
+func (s *Server) setTools(pkg *runtime.Package) {
+	next := map[string]bool{}
+	var add []*mcp.Tool
+	for _, t := range pkg.Tools() {
+		next[t.Name] = true
+		add = append(add, s.sdkTool(t))
+	}
+	var gone []string
+	s.mu.Lock()
+	for name := range s.tools {
+		if !next[name] {
+			gone = append(gone, name)
+		}
+	}
+	s.tools = next
+	s.mu.Unlock()
+	for _, t := range add {
+		s.sdk.AddTool(t, s.callTool)
+	}
+	if len(gone) > 0 {
+		s.sdk.RemoveTools(gone...)
+	}
+}
+
+// sdkTool is the tool as the module listed it, in the SDK's type; the
+// schemas are passed on byte for byte. Members the SDK cannot represent are
+// dropped (with a warning) rather than the tool.
+func (s *Server) sdkTool(t protocol.Tool) *mcp.Tool {
+	var mt mcp.Tool
+	if err := json.Unmarshal(t.Raw, &mt); err != nil {
+		s.log.Warn("tool member the MCP SDK cannot represent; serving the tool without it", zap.String("tool", t.Name), zap.Error(err))
+		mt = mcp.Tool{Name: t.Name, Title: t.Title, Description: t.Description}
+	}
+	mt.InputSchema = t.InputSchema
+	if t.OutputSchema != nil {
+		mt.OutputSchema = t.OutputSchema
+	} else {
+		mt.OutputSchema = nil
+	}
+	return &mt
+}
+
+func (s *Server) acquire() (*held, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, false
+	}
+	s.cur.refs++
+	s.calls.Add(1)
+	return s.cur, true
+}
+
+func (s *Server) release(ctx context.Context, h *held) {
+	s.mu.Lock()
+	h.refs--
+	closeIt := h.retired && h.refs == 0
+	s.mu.Unlock()
+	if closeIt {
+		h.pkg.Close(context.WithoutCancel(ctx))
+	}
+	s.calls.Done()
+}
+
+// callTool runs one tools/call in a fresh instance of the current package.
+// Everything the module did — a result, a tool error, a crash — is a
+// CallToolResult; only a request the host refuses (an unknown tool) is a
+// JSON-RPC error, as MCP asks.
+func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	h, ok := s.acquire()
+	if !ok {
+		return nil, errors.New("the server is shutting down")
+	}
+	defer s.release(ctx, h)
+	cr := s.opts.Call
+	cr.Tool, cr.Arguments = req.Params.Name, req.Params.Arguments
+	res, err := h.pkg.Call(ctx, cr)
+	if ctx.Err() != nil {
+		// The client cancelled (notifications/cancelled, a closed HTTP
+		// request, the end of the session): the instance is gone and
+		// nobody reads an answer.
+		if res != nil {
+			res.Release()
+		}
+		s.log.Info("call cancelled by the client", zap.String("tool", cr.Tool))
+		return nil, ctx.Err()
+	}
+	var refused *runtime.CallError
+	switch {
+	case errors.As(err, &refused) && refused.Code == runtime.CodeUnknownTool:
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: refused.Message}
+	case errors.As(err, &refused):
+		return textResult(true, fmt.Sprintf("subako-runner refused the call (%s): %s", refused.Code, refused.Message)), nil
+	case err != nil:
+		s.log.Error("call failed in the host", zap.String("tool", cr.Tool), zap.Error(err))
+		return textResult(true, "subako-runner could not run the call: "+err.Error()), nil
+	}
+	if s.opts.KeepTmp {
+		s.log.Info("kept /volume/tmp", zap.String("tool", cr.Tool), zap.String("dir", res.TmpDir))
+	} else {
+		defer res.Release()
+	}
+	if res.Outcome == runtime.OutcomeCrashed {
+		return crashResult(res.Crash), nil
+	}
+	return s.moduleResult(res.Parsed), nil
+}
+
+// crashResult tells the model (and the operator reading the client's
+// transcript) that the function crashed, with what the operator needs to
+// fix it: the crash code, the sentence and the module's last stderr.
+func crashResult(c *runtime.Crash) *mcp.CallToolResult {
+	var b strings.Builder
+	fmt.Fprintf(&b, "the module crashed (%s): %s", c.Reason, c.Message)
+	if c.Stderr != "" {
+		b.WriteString("\nlast stderr of the module:\n")
+		b.WriteString(strings.TrimRight(c.Stderr, "\n"))
+	}
+	r := textResult(true, b.String())
+	r.Meta = mcp.Meta{CrashMetaKey: map[string]string{"reason": c.Reason, "message": c.Message}}
+	return r
+}
+
+func textResult(isError bool, text string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{IsError: isError, Content: []mcp.Content{&mcp.TextContent{Text: text}}}
+}
+
+// moduleResult is the module's CallToolResult in the SDK's type:
+// structuredContent byte for byte, _meta, isError, and each content block
+// the SDK can carry. A block it cannot (a type this MCP revision does not
+// define for tool results) becomes a text note, as in the model view.
+func (s *Server) moduleResult(r protocol.CallToolResult) *mcp.CallToolResult {
+	out := &mcp.CallToolResult{IsError: r.IsError, Content: []mcp.Content{}}
+	for _, b := range r.Content {
+		out.Content = append(out.Content, contentBlock(b))
+	}
+	if r.StructuredContent != nil {
+		out.StructuredContent = r.StructuredContent
+	}
+	if r.Meta != nil {
+		var m mcp.Meta
+		if err := json.Unmarshal(r.Meta, &m); err == nil {
+			out.Meta = m
+		}
+	}
+	return out
+}
+
+func contentBlock(b protocol.ContentBlock) mcp.Content {
+	var one mcp.CallToolResult
+	wrapped, _ := json.Marshal(map[string]any{"content": []json.RawMessage{b.Raw}})
+	if err := json.Unmarshal(wrapped, &one); err == nil && len(one.Content) == 1 {
+		return one.Content[0]
+	}
+	return &mcp.TextContent{Text: fmt.Sprintf("[a %q content block was omitted: MCP tool results cannot carry it]", b.Type)}
+}
+
+// Close stops taking calls, waits for the calls in flight (each bounded by
+// its timeout) or ctx, and closes the package.
+func (s *Server) Close(ctx context.Context) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() { s.calls.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	s.mu.Lock()
+	pkg := s.cur.pkg
+	s.mu.Unlock()
+	return pkg.Close(ctx)
+}

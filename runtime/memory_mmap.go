@@ -1,0 +1,197 @@
+//go:build (linux || darwin) && (amd64 || arm64)
+
+package runtime
+
+import (
+	"os"
+	goruntime "runtime"
+	"sync"
+	"syscall"
+)
+
+// mappedMemory is a linear memory outside the Go heap. The instance's whole
+// maximum (its memory limit) is reserved once as inaccessible address space;
+// growing commits the new pages (mprotect to read-write) in place, so the
+// guest's memory never moves and is never copied, and the Go garbage
+// collector neither sees nor paces itself by it; unmap returns it to the OS
+// at once, not when the collector and the scavenger get to a slice.
+//
+// Only 64-bit address spaces: reserving the 4 GiB a 32-bit module can use
+// costs nothing there.
+type mappedMemory struct {
+	owner    *memoryLimit
+	max      uint64
+	res      *reservation // nil once given back
+	freed    bool         // wazero closed the module: no more growth
+	fallback *sliceMemory
+}
+
+// reservation is one mapping: its first committed bytes are read-write,
+// the rest inaccessible.
+type reservation struct {
+	mem       []byte // as syscall.Mmap returned it
+	committed uint64
+	cleanup   goruntime.Cleanup
+}
+
+func newLinearMemory(owner *memoryLimit, max uint64) linearMemory {
+	l := &mappedMemory{owner: owner, max: max}
+	if max == 0 {
+		return l
+	}
+	page := uint64(os.Getpagesize())
+	size := (max + page - 1) &^ (page - 1)
+	if r := owner.pool.get(size); r != nil {
+		l.res = r
+		return l
+	}
+	mem, err := syscall.Mmap(-1, 0, int(size), syscall.PROT_NONE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
+	if err != nil {
+		// Address space can be capped (ulimit -v); a Go slice still works.
+		l.fallback = &sliceMemory{owner: owner, max: max}
+		return l
+	}
+	r := &reservation{mem: mem}
+	// A safety net only: release unmaps or pools on every path the runtime
+	// knows. The cleanup holds the mapping, not r, so r can be collected.
+	r.cleanup = goruntime.AddCleanup(r, func(mem []byte) { _ = syscall.Munmap(mem) }, mem)
+	l.res = r
+	return l
+}
+
+// Reallocate implements experimental.LinearMemory. Returning nil makes
+// memory.grow return -1 to the guest, as the spec allows; so does a commit
+// the OS refuses (a strict overcommit policy), which is then as much an
+// out_of_memory as a growth past the limit.
+func (l *mappedMemory) Reallocate(size uint64) []byte {
+	if l.fallback != nil {
+		return l.fallback.Reallocate(size)
+	}
+	if !l.owner.admits(size, l.max) {
+		return nil
+	}
+	if l.max == 0 {
+		return []byte{}
+	}
+	r := l.res
+	if r == nil || l.freed {
+		return nil
+	}
+	if size > r.committed {
+		// Wasm pages (64 KiB) are whole OS pages, but round anyway: the
+		// reservation was rounded the same way, so end stays inside it.
+		page := uint64(os.Getpagesize())
+		end := (size + page - 1) &^ (page - 1)
+		if err := syscall.Mprotect(r.mem[r.committed:end], syscall.PROT_READ|syscall.PROT_WRITE); err != nil {
+			l.owner.refusal.Store(true)
+			return nil
+		}
+		r.committed = end
+	}
+	l.owner.grew(size)
+	// The capacity is the length: nothing may reach the pages beyond it
+	// through this slice (committed ones of a pooled reservation included).
+	return r.mem[:size:size]
+}
+
+// Free implements experimental.LinearMemory. wazero calls it as the module
+// closes, on the guest's goroutine before the instance's end is reported;
+// unmapping a large memory takes milliseconds (about 80 µs a MiB), which
+// would count against the guest's second to exit, so the pages go back in
+// unmap, right after.
+func (l *mappedMemory) Free() {
+	if l.fallback != nil {
+		l.fallback.Free()
+		return
+	}
+	l.freed = true
+}
+
+// unmap gives the memory back: a small one to the pool, zeroed, any other
+// to the OS. It is safe to call more than once.
+func (l *mappedMemory) unmap() {
+	if l.fallback != nil {
+		l.fallback.unmap()
+		return
+	}
+	r := l.res
+	l.res, l.freed = nil, true
+	if r != nil && !l.owner.pool.put(r) {
+		r.cleanup.Stop()
+		_ = syscall.Munmap(r.mem)
+	}
+}
+
+// memoryPool keeps a few reservations of instances that used little
+// memory, their committed pages zeroed and still mapped, for the next
+// instances of the Runtime. A fresh mapping costs a page fault for every
+// page the guest touches (the kernel zeroes each on first use; 2–3 µs a
+// page on a loaded virtual machine, and a C call touches 32 of them); a
+// pooled one costs clearing the bytes the last instance committed, a few
+// µs. Memories that committed more than poolKeep are unmapped, so what the
+// pool holds is at most poolSize × poolKeep.
+type memoryPool struct {
+	mu     sync.Mutex
+	idle   []*reservation
+	max    int
+	closed bool
+}
+
+// poolKeep is the most committed memory a pooled reservation may have: a Go
+// guest's runtime starts with about 4 MiB.
+const poolKeep = 8 << 20
+
+func newMemoryPool(n int) *memoryPool { return &memoryPool{max: n} }
+
+// get takes a pooled reservation of exactly size bytes, or nil.
+func (p *memoryPool) get(size uint64) *reservation {
+	if p == nil {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i := len(p.idle) - 1; i >= 0; i-- {
+		if r := p.idle[i]; uint64(len(r.mem)) == size {
+			p.idle = append(p.idle[:i], p.idle[i+1:]...)
+			return r
+		}
+	}
+	return nil
+}
+
+// put zeroes r's committed bytes and keeps it, if it is small and there is
+// room; false means the caller unmaps it.
+func (p *memoryPool) put(r *reservation) bool {
+	if p == nil || r.committed > poolKeep {
+		return false
+	}
+	p.mu.Lock()
+	full := p.closed || len(p.idle) >= p.max
+	p.mu.Unlock()
+	if full {
+		return false
+	}
+	// Every byte the instance could have written is below committed; the
+	// pages above it were never writable. So the next instance finds zeroes
+	// only, as in a fresh memory.
+	clear(r.mem[:r.committed])
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed || len(p.idle) >= p.max {
+		return false
+	}
+	p.idle = append(p.idle, r)
+	return true
+}
+
+// close unmaps every pooled reservation.
+func (p *memoryPool) close() {
+	p.mu.Lock()
+	idle := p.idle
+	p.idle, p.closed = nil, true
+	p.mu.Unlock()
+	for _, r := range idle {
+		r.cleanup.Stop()
+		_ = syscall.Munmap(r.mem)
+	}
+}

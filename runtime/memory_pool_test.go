@@ -1,0 +1,61 @@
+//go:build (linux || darwin) && (amd64 || arm64)
+
+package runtime
+
+import (
+	"bytes"
+	"testing"
+	"unsafe"
+)
+
+// A pooled reservation reaches the next instance zeroed: nothing an
+// instance wrote is readable by the one after it, neither in the pages it
+// committed nor in those the next one grows into; a memory that committed
+// more than poolKeep is not kept.
+func TestMemoryPoolHandsOutZeroedMemory(t *testing.T) {
+	t.Parallel()
+	const page = 65536
+	pool := newMemoryPool(2)
+	defer pool.close()
+	first := newMemoryLimit(16*page, pool)
+	mem := first.Allocate(0, 16*page)
+	b := mem.Reallocate(3 * page)
+	for i := range b {
+		b[i] = 0xAA
+	}
+	base := unsafe.SliceData(b)
+	mem.Free()
+	first.release()
+	if len(pool.idle) != 1 {
+		t.Fatalf("%d pooled reservations after a small memory was released, want 1", len(pool.idle))
+	}
+
+	second := newMemoryLimit(16*page, pool)
+	mem = second.Allocate(0, 16*page)
+	b = mem.Reallocate(page)
+	if unsafe.SliceData(b) != base {
+		t.Fatal("the pooled reservation was not reused: the test proves nothing")
+	}
+	if !bytes.Equal(b, make([]byte, page)) {
+		t.Fatal("the next instance read bytes the one before wrote")
+	}
+	b = mem.Reallocate(5 * page) // over what the first committed, too
+	if !bytes.Equal(b, make([]byte, 5*page)) {
+		t.Fatal("grown memory of a pooled reservation is not all zero")
+	}
+	if second.Peak() != 5*page || first.Peak() != 3*page {
+		t.Fatalf("peaks %d and %d, want %d and %d", first.Peak(), second.Peak(), 3*page, 5*page)
+	}
+	second.release()
+
+	big := newMemoryLimit(2*poolKeep, pool)
+	mem = big.Allocate(0, 2*poolKeep)
+	if b := mem.Reallocate(poolKeep + page); len(b) != poolKeep+page {
+		t.Fatalf("len %d", len(b))
+	}
+	before := len(pool.idle)
+	big.release()
+	if len(pool.idle) != before {
+		t.Fatal("a memory that committed more than poolKeep was pooled")
+	}
+}

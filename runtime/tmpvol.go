@@ -1,0 +1,424 @@
+package runtime
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"go.uber.org/zap"
+
+	"github.com/subako/subako-runner/fsmount"
+)
+
+// tempVolumes owns the /volume/tmp directories of one Runtime's calls.
+//
+// Every runner of one user keeps its volumes under one directory, the root
+// (Config.TempDir, default <os.TempDir>/subako-runner-<uid>). Each Runtime
+// owns a directory there, <root>/<id>/, and holds a lock on <root>/<id>.lock
+// (flock where the platform has it) for as long as it is open. A Runtime
+// that starts removes every directory whose lock it can take: its owner is
+// gone, killed or crashed before it could clean up. A lock, not a process
+// id, because a process id can be reused by an unrelated process.
+//
+// A call takes a directory that was created beforehand, and Release hands
+// it back: one the call left no trace in goes back to the pool (recycle),
+// any other is removed by a goroutine of the runtime's. So a call whose
+// guest never touches /volume/tmp creates and removes nothing, and the
+// others create nothing on the call's path. The contract holds: each call
+// gets a fresh, empty /volume/tmp, nothing of an earlier call in it or on
+// it; one a call wrote in is removed after the call's Release, at the
+// latest when the Runtime closes, and after a crash when the next Runtime
+// of the same root starts.
+type tempVolumes struct {
+	root string
+	dir  string // this runtime's directory
+	lock *os.File
+	log  *zap.Logger
+
+	ready    chan string   // created, empty, never handed out
+	used     chan string   // released, to be removed
+	kick     chan struct{} // ready ran dry: create more
+	flushReq chan chan struct{}
+	quit     chan struct{}
+	done     chan struct{}
+	seq      atomic.Uint64
+
+	closeOnce sync.Once
+	closed    atomic.Bool
+
+	mu     sync.Mutex
+	stamps map[string]dirStamp // a directory's metadata when it was last known fresh
+}
+
+// tempVolumePool is how many empty directories wait ready for calls, and
+// how many released ones may wait for removal before Release removes its
+// own directory itself.
+const tempVolumePool = 8
+
+// defaultTempRoot is <os.TempDir>/subako-runner-<uid>: one per user, so
+// that one user's runners never sweep (or see) another's.
+func defaultTempRoot() string {
+	return filepath.Join(os.TempDir(), "subako-runner-"+strconv.Itoa(os.Getuid()))
+}
+
+// openTempVolumes makes (or checks) the root, takes this runtime's
+// directory in it, removes what dead runtimes left, and starts the
+// goroutine that prepares and removes directories.
+func openTempVolumes(root string, log *zap.Logger) (*tempVolumes, error) {
+	explicit := root != ""
+	if !explicit {
+		root = defaultTempRoot()
+	}
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return nil, fmt.Errorf("temp volumes: %w", err)
+	}
+	if !explicit {
+		// In a shared /tmp another user could have made this directory first
+		// to read or plant files in our calls' volumes.
+		if err := checkPrivateDir(root); err != nil {
+			return nil, fmt.Errorf("temp volumes: %w", err)
+		}
+	}
+	v := &tempVolumes{
+		root:     root,
+		log:      log,
+		ready:    make(chan string, tempVolumePool),
+		used:     make(chan string, tempVolumePool*4),
+		kick:     make(chan struct{}, 1),
+		flushReq: make(chan chan struct{}),
+		stamps:   map[string]dirStamp{},
+		quit:     make(chan struct{}),
+		done:     make(chan struct{}),
+	}
+	// A runtime sweeping at this moment may take a lock file in the instant
+	// between its creation and its locking, and remove it: then try anew.
+	var id string
+	var lock *os.File
+	var err error
+	for range 3 {
+		if id, lock, err = claimTempDir(root); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("temp volumes: %w", err)
+	}
+	v.dir, v.lock = filepath.Join(root, id), lock
+	if err := os.Mkdir(v.dir, 0o700); err != nil {
+		releaseTempLock(root, id, lock)
+		return nil, fmt.Errorf("temp volumes: %w", err)
+	}
+	v.sweep(id)
+	go v.run()
+	return v, nil
+}
+
+// claimTempDir creates and locks a lock file for a new runtime id. The lock
+// file appears under its final name already locked (it is created under a
+// temporary name and renamed), so a sweeping runtime never mistakes a
+// starting one for a dead one.
+func claimTempDir(root string) (string, *os.File, error) {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	id := strconv.Itoa(os.Getpid()) + "-" + hex.EncodeToString(b[:])
+	tmp := filepath.Join(root, id+".lock.new")
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return "", nil, err
+	}
+	if ok, err := tryLock(f); err != nil || !ok {
+		f.Close()
+		os.Remove(tmp)
+		if err == nil {
+			err = errors.New("a new lock file is locked by someone else")
+		}
+		return "", nil, err
+	}
+	if err := os.Rename(tmp, filepath.Join(root, id+".lock")); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return "", nil, err
+	}
+	return id, f, nil
+}
+
+// releaseTempLock removes a lock file and then lets the lock go, in that
+// order, so no one can take the lock of a file that is still there.
+func releaseTempLock(root, id string, lock *os.File) {
+	os.Remove(filepath.Join(root, id+".lock"))
+	lock.Close()
+}
+
+// sweep removes what dead runtimes left in the root: directories whose lock
+// file can be locked or is missing (their owner was killed, or crashed),
+// and lock files left behind. Entries of live runtimes (their lock held)
+// and anything not named as the runner names them are left alone.
+func (v *tempVolumes) sweep(self string) {
+	if !canSweep {
+		return
+	}
+	entries, err := os.ReadDir(v.root)
+	if err != nil {
+		v.log.Warn("temp volumes: cannot list the root to sweep it", zap.String("root", v.root), zap.Error(err))
+		return
+	}
+	ids := map[string]bool{}
+	for _, e := range entries {
+		name := e.Name()
+		id := strings.TrimSuffix(strings.TrimSuffix(name, ".new"), ".lock")
+		if id == self || !validTempID(id) {
+			continue
+		}
+		ids[id] = true
+	}
+	for id := range ids {
+		v.sweepOne(id)
+	}
+}
+
+// sweepOne removes a dead runtime's directory and lock files.
+func (v *tempVolumes) sweepOne(id string) {
+	// .lock.new before .lock: a starting runtime renames the one to the
+	// other, so one of the two is there (and locked) until it closes.
+	for _, lockName := range []string{id + ".lock.new", id + ".lock"} {
+		f, err := os.OpenFile(filepath.Join(v.root, lockName), os.O_RDWR, 0)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return // cannot tell: leave it
+		}
+		ok, err := tryLock(f)
+		if err != nil || !ok {
+			f.Close()
+			return // alive (or unknowable)
+		}
+		defer f.Close() // hold the lock until the directory is gone
+		defer os.Remove(filepath.Join(v.root, lockName))
+	}
+	dir := filepath.Join(v.root, id)
+	if _, err := os.Lstat(dir); err == nil {
+		if err := removeTree(dir); err != nil {
+			v.log.Warn("temp volumes: cannot remove a dead runtime's directory", zap.String("dir", dir), zap.Error(err))
+			return
+		}
+		v.log.Info("temp volumes: removed what a dead runtime left", zap.String("dir", dir))
+	}
+}
+
+// validTempID reports whether name is a runtime id: <pid>-<12 hex digits>.
+func validTempID(name string) bool {
+	pid, rnd, ok := strings.Cut(name, "-")
+	if !ok || pid == "" || len(rnd) != 12 {
+		return false
+	}
+	if _, err := strconv.ParseUint(pid, 10, 32); err != nil {
+		return false
+	}
+	_, err := hex.DecodeString(rnd)
+	return err == nil
+}
+
+// get returns a fresh, empty directory for one call.
+func (v *tempVolumes) get() (string, error) {
+	select {
+	case d := <-v.ready:
+		if len(v.ready) < tempVolumePool/2 {
+			v.wake()
+		}
+		return d, nil
+	default:
+	}
+	v.wake()
+	return v.create()
+}
+
+// wake asks the goroutine to refill the pool.
+func (v *tempVolumes) wake() {
+	select {
+	case v.kick <- struct{}{}:
+	default:
+	}
+}
+
+// put takes a released directory back: into the pool when the call left
+// no trace in it (a few system calls here: waiting for a goroutine to do
+// it would let the pool run dry under load), else to the goroutine that
+// removes it.
+//
+// reuse false forbids the pool: the instance may not be gone.
+func (v *tempVolumes) put(dir string, reuse bool) error {
+	if !v.closed.Load() {
+		if reuse && v.recycle(dir) {
+			return nil
+		}
+		select {
+		case v.used <- dir:
+			return nil
+		default: // removals lag behind: this caller waits for its own
+		}
+	}
+	v.mu.Lock()
+	delete(v.stamps, dir)
+	v.mu.Unlock()
+	return removeVolume(dir)
+}
+
+// create makes a new, empty directory.
+func (v *tempVolumes) create() (string, error) {
+	d := filepath.Join(v.dir, "t"+strconv.FormatUint(v.seq.Add(1), 36))
+	if err := os.Mkdir(d, 0o700); err != nil {
+		return "", err
+	}
+	v.restamp(d)
+	return d, nil
+}
+
+// restamp records d's metadata as that of a fresh directory.
+func (v *tempVolumes) restamp(d string) {
+	if st, ok := stampOf(d); ok {
+		v.mu.Lock()
+		v.stamps[d] = st
+		v.mu.Unlock()
+	}
+}
+
+// recycle puts a released directory back in the ready pool, and reports
+// whether it did, when the call left no trace in it: it is empty, and its metadata (inode, link count,
+// size, mode, and its access, change and modification times) is what it
+// was when it was last known fresh, so the next call cannot tell it from a
+// new one, nor learn anything of the call before. (A guest that reads the
+// directory changes its access time; one that creates, removes or sets
+// times on anything in it changes its change time.) Anything else is
+// removed. The check is a stat, a read of the directory and a stat, much
+// cheaper than the rmdir and mkdir it saves.
+func (v *tempVolumes) recycle(d string) bool {
+	v.mu.Lock()
+	st, ok := v.stamps[d]
+	delete(v.stamps, d)
+	v.mu.Unlock()
+	if !ok || !untouched(d, st) {
+		return false
+	}
+	v.restamp(d) // after this check's own read of it
+	select {
+	case v.ready <- d:
+		return true
+	default: // the pool is full
+		return false
+	}
+}
+
+// untouched reports whether d still has metadata st and is empty.
+func untouched(d string, st dirStamp) bool {
+	now, ok := stampOf(d)
+	return ok && now == st && emptyDir(d)
+}
+
+// run keeps the ready pool filled and removes released directories. New
+// ones are made only when the pool has fallen below half, and only up to
+// half, so that they do not crowd out directories that come back.
+func (v *tempVolumes) run() {
+	defer close(v.done)
+	v.refill(tempVolumePool)
+	for {
+		select {
+		case d := <-v.used:
+			v.remove(d)
+		case <-v.kick:
+		case reply := <-v.flushReq:
+			v.drain()
+			close(reply)
+		case <-v.quit:
+			return
+		}
+		v.drain()
+		if len(v.ready) < tempVolumePool/2 {
+			v.refill(tempVolumePool / 2)
+		}
+	}
+}
+
+// refill makes directories until the ready pool holds n.
+func (v *tempVolumes) refill(n int) {
+	for len(v.ready) < n {
+		d, err := v.create()
+		if err != nil {
+			v.log.Warn("temp volumes: cannot prepare a directory", zap.Error(err))
+			return // the next kick or release tries again
+		}
+		select {
+		case v.ready <- d:
+		default:
+			v.remove(d)
+			return
+		}
+	}
+}
+
+// drain removes every released directory waiting in used.
+func (v *tempVolumes) drain() {
+	for {
+		select {
+		case d := <-v.used:
+			v.remove(d)
+		default:
+			return
+		}
+	}
+}
+
+func (v *tempVolumes) remove(dir string) {
+	v.mu.Lock()
+	delete(v.stamps, dir)
+	v.mu.Unlock()
+	if err := removeVolume(dir); err != nil {
+		v.log.Warn("temp volumes: cannot remove a call's /volume/tmp", zap.String("dir", dir), zap.Error(err))
+	}
+}
+
+// flush returns once every directory released before it was called is
+// removed (for tests).
+func (v *tempVolumes) flush() {
+	reply := make(chan struct{})
+	select {
+	case v.flushReq <- reply:
+		<-reply
+	case <-v.done:
+	}
+}
+
+// close removes this runtime's directory, with every volume in it, even
+// those of results not released yet, and lets its lock go.
+func (v *tempVolumes) close() error {
+	var err error
+	v.closeOnce.Do(func() {
+		v.closed.Store(true)
+		close(v.quit)
+		<-v.done
+		err = removeTree(v.dir)
+		releaseTempLock(v.root, filepath.Base(v.dir), v.lock)
+	})
+	return err
+}
+
+// removeVolume removes one call's directory: a single rmdir when the guest
+// left it empty (the common case), the whole tree otherwise.
+func removeVolume(dir string) error {
+	if err := os.Remove(dir); err == nil || errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return removeTree(dir)
+}
+
+// removeTree removes a directory and everything in it, at any depth and
+// without following links (fsmount.RemoveAll); an error names what is left.
+func removeTree(dir string) error { return fsmount.RemoveAll(dir) }
