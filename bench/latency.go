@@ -89,13 +89,19 @@ func stubHTTP(ctx context.Context, r wazero.Runtime, cm wazero.CompiledModule) e
 	return err
 }
 
+// floorTables lets a floor run's tables grow to 2^20 elements (8 MiB): a
+// metered instance must have a table budget.
+type floorTables struct{}
+
+func (floorTables) GrowTable(_, size, delta uint32) bool { return uint64(size)+uint64(delta) <= 1<<20 }
+
 // run instantiates the module with stdin and returns its stdout.
 func (f *floor) run(ctx context.Context, stdin []byte) ([]byte, error) {
 	var out bytes.Buffer
 	var m *fuel.Meter
 	if f.metered {
 		m = fuel.NewMeter(0)
-		ctx = fuel.WithMeter(ctx, m)
+		ctx = fuel.WithTableBudget(fuel.WithMeter(ctx, m), floorTables{})
 	}
 	cfg := wazero.NewModuleConfig().WithName("").WithStdin(bytes.NewReader(stdin)).WithStdout(&out).WithArgs("module.wasm")
 	mod, err := f.r.InstantiateModule(ctx, f.cm, cfg)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/subako/subako-runner/internal/text"
 	"github.com/subako/subako-runner/protocol"
 )
 
@@ -60,7 +61,7 @@ func validArguments(tool *protocol.CompiledTool) (json.RawMessage, error) {
 		return nil, err
 	}
 	if err := tool.ValidateInput(b); err != nil {
-		return nil, fmt.Errorf("the generated arguments %s do not satisfy the inputSchema (%v)", b, firstLine(err.Error()))
+		return nil, fmt.Errorf("the generated arguments %s do not satisfy the inputSchema (%v)", b, text.FirstLine(err.Error()))
 	}
 	return b, nil
 }

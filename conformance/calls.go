@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/subako/subako-runner/internal/text"
 	"github.com/subako/subako-runner/protocol"
 	srt "github.com/subako/subako-runner/runtime"
 )
@@ -154,7 +155,7 @@ func (r *run) judgeBadArgs(c *Check, res *srt.Result, args json.RawMessage, why 
 			return
 		}
 		c.set(Warn, "%s break the inputSchema (%s), yet the module answered without isError: %q.\nThe host does not check arguments against the schema; validate them in the module and answer isError with what is wrong.",
-			what, excerpt(firstLine(schemaErr.Error()), 160), resultText(res))
+			what, excerpt(text.FirstLine(schemaErr.Error()), 160), resultText(res))
 	}
 }
 
@@ -176,7 +177,7 @@ func (r *run) judgeExample(c *Check, tool *protocol.CompiledTool, res *srt.Resul
 	what := fmt.Sprintf("arguments %s", excerpt(string(args), 120))
 	note := ""
 	if err := tool.ValidateInput(args); err != nil {
-		note = fmt.Sprintf(" (these arguments break the inputSchema: %s)", excerpt(firstLine(err.Error()), 160))
+		note = fmt.Sprintf(" (these arguments break the inputSchema: %s)", excerpt(text.FirstLine(err.Error()), 160))
 	}
 	switch res.Outcome {
 	case srt.OutcomeCrashed:
@@ -200,8 +201,8 @@ func (r *run) unknownToolProbe(ctx context.Context) func() {
 		name += "_"
 	}
 	return func() {
-		c := r.checks["tools.unknown_tool"]
-		res := r.probe(ctx, c.ID, []json.RawMessage{callRequest(protocol.StringID("subako-check-unknown"), name, nil)})
+		c := r.fixed.toolsUnknownTool
+		res := r.probe(ctx, c, []json.RawMessage{callRequest(protocol.StringID("subako-check-unknown"), name, nil)})
 		if res == nil {
 			return
 		}

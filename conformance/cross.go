@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/subako/subako-runner/internal/text"
+	"github.com/subako/subako-runner/limits"
 	srt "github.com/subako/subako-runner/runtime"
 )
 
@@ -36,7 +38,7 @@ func (r *run) judgeOutputSchema(o outputCheck) {
 		}
 		if err := o.tool.ValidateOutput(sc); err != nil {
 			c.set(Fail, "%s answered structuredContent %s, which does not match the outputSchema: %s\nMCP clients validate structuredContent against the outputSchema and reject a result that breaks it.",
-				rec.probe, excerpt(string(sc), 160), excerpt(firstLine(err.Error()), 200))
+				rec.probe, excerpt(string(sc), 160), excerpt(text.FirstLine(err.Error()), 200))
 			return
 		}
 		judged = append(judged, rec.probe)
@@ -51,7 +53,7 @@ func (r *run) judgeOutputSchema(o outputCheck) {
 // judgeView looks at every image and resource_link block the calls
 // returned, and at every block the view omits.
 func (r *run) judgeView() {
-	c := r.checks["view.renders"]
+	c := r.fixed.viewRenders
 	var shown, problems []string
 	seen := map[string]bool{}
 	for _, rec := range r.calls {
@@ -94,7 +96,7 @@ func limitLines(l []string, n int) []string {
 }
 
 func (r *run) judgeStdout() {
-	c := r.checks["stdout.only_jsonrpc"]
+	c := r.fixed.stdoutOnlyJSONRPC
 	for _, e := range r.evidence {
 		if e.crash == nil {
 			continue
@@ -109,7 +111,7 @@ func (r *run) judgeStdout() {
 }
 
 func (r *run) judgeStderr() {
-	c := r.checks["stderr.logs"]
+	c := r.fixed.stderrLogs
 	notes, bytes := 0, 0
 	var noted []string
 	var lastLine string
@@ -152,7 +154,7 @@ func lastNonEmptyLine(s string) string {
 }
 
 func (r *run) judgeFiles() {
-	c := r.checks["files.usage"]
+	c := r.fixed.filesUsage
 	opens := r.imports["wasi_snapshot_preview1.path_open"]
 	var written int64
 	for _, e := range r.evidence {
@@ -173,7 +175,7 @@ func (r *run) judgeFiles() {
 }
 
 func (r *run) judgeHTTP() {
-	c := r.checks["http.usage"]
+	c := r.fixed.httpUsage
 	var requests int64
 	for _, e := range r.evidence {
 		requests += e.httpRequests
@@ -226,8 +228,7 @@ func (r *run) judgeResources() {
 			dur = peak{e.probe, v}
 		}
 	}
-	judge := func(id, reason string, used peak, limit float64, unit func(float64) string, limitName string) {
-		c := r.checks[id]
+	judge := func(c *Check, reason string, used peak, limit float64, unit func(float64) string, limitName string) {
 		switch {
 		case used.probe == "" && reason == srt.CrashOutOfFuel && crashed[reason] == "":
 			c.set(Skip, "not measured: every run reported 0 fuel used (this runtime does not meter fuel)")
@@ -235,13 +236,13 @@ func (r *run) judgeResources() {
 			c.set(Fail, "%s ran out (%s) at the %s limit of %s", crashed[reason], reason, limitName, unit(limit))
 		case limit == 0:
 			c.set(Pass, "no %s limit; the most used was %s (%s)", limitName, unit(used.value), used.probe)
-		case used.value > r.near(id)*limit:
-			c.set(Warn, "%s used %s of the %s limit of %s (over %.0f%%); a larger input may hit it", used.probe, unit(used.value), limitName, unit(limit), r.near(id)*100)
+		case used.value > r.near(c.ID)*limit:
+			c.set(Warn, "%s used %s of the %s limit of %s (over %.0f%%); a larger input may hit it", used.probe, unit(used.value), limitName, unit(limit), r.near(c.ID)*100)
 		default:
 			c.set(Pass, "the most used was %s of %s (%s)", unit(used.value), unit(limit), used.probe)
 		}
 	}
-	judge("resources.memory", srt.CrashOutOfMemory, mem, float64(r.lim.Memory), func(v float64) string { return formatBytes(int64(v)) }, "memory")
-	judge("resources.time", srt.CrashTimeout, dur, float64(r.lim.CallTimeout.Milliseconds()), func(v float64) string { return fmt.Sprintf("%.0f ms", v) }, "call time")
-	judge("resources.fuel", srt.CrashOutOfFuel, fuel, float64(r.lim.Fuel), func(v float64) string { return formatCount(uint64(v)) }, "fuel")
+	judge(r.fixed.resourcesMemory, srt.CrashOutOfMemory, mem, float64(r.lim.Memory), func(v float64) string { return limits.HumanSize(int64(v)) }, "memory")
+	judge(r.fixed.resourcesTime, srt.CrashTimeout, dur, float64(r.lim.CallTimeout.Milliseconds()), func(v float64) string { return fmt.Sprintf("%.0f ms", v) }, "call time")
+	judge(r.fixed.resourcesFuel, srt.CrashOutOfFuel, fuel, float64(r.lim.Fuel), func(v float64) string { return formatCount(uint64(v)) }, "fuel")
 }

@@ -9,7 +9,8 @@
 // request, exit after an answer, notifications, request ids of every form,
 // tools/call with empty, invalid and generated valid arguments, an unknown
 // tool, optional example arguments. Each finding is a Check with a stable
-// id, a title naming the item of the seed's checklist (1–9) it belongs to, a
+// id, a title naming the item of ABI 1's checklist (1–9, in docs/cli.md) it
+// belongs to, a
 // status (pass, warn, fail, skip) and a detail naming the evidence: the line
 // the module wrote, the crash code, the tail of its stderr, the numbers.
 //

@@ -37,17 +37,22 @@ func TestTimeChecksJudgeTheDurationAgainstTheLimit(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := &run{lim: lim, opts: WithNearLimits(Options{}, tt.near), checks: map[string]*Check{}}
-			c := r.add(tt.check, 0, tt.check)
+			r := &run{lim: lim, opts: WithNearLimits(Options{}, tt.near)}
+			r.addAll(discoveryChecks)
+			r.addAll(protocolChecks)
+			r.addAll(lateChecks)
+			var c *Check
+			for _, x := range r.order {
+				if x.ID == tt.check {
+					c = x
+				}
+			}
 			switch tt.check {
 			case "protocol.eof_exit", "protocol.exit_after_answer":
 				r.judgeExitTime(c, &srt.ProbeResult{ExitAfterClose: tt.took}, "the module exited")
 			case "discovery.time":
-				r.pkg = &srt.Package{Discovery: srt.Discovery{Duration: tt.took}}
-				r.checkDiscoveryTime(nil)
+				r.checkDiscoveryTime(tt.took)
 			case "resources.time":
-				r.add("resources.memory", 0, "memory")
-				r.add("resources.fuel", 0, "fuel")
 				r.evidence = []evidence{{probe: "a call", call: true, profile: &Profile{DurationMs: float64(tt.took) / 1e6}}}
 				r.judgeResources()
 			}

@@ -7,6 +7,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/subako/subako-runner/limits"
 )
 
 // Status is the verdict of one check.
@@ -29,13 +31,14 @@ type Check struct {
 	// ID is stable across versions, e.g. "protocol.eof_exit" or
 	// "tools.call_empty_args/greet"; scripts match on it.
 	ID string `json:"id"`
-	// Title says what is checked; it starts with the seed's checklist item
-	// ("[2] ...") when the check belongs to one.
+	// Title says what is checked; it starts with the item of ABI 1's
+	// checklist (docs/cli.md, "check") when the check belongs to one
+	// ("[2] ...").
 	Title  string `json:"title"`
 	Status Status `json:"status"`
 	// Detail names the evidence and, for a warning or failure, the fix.
 	Detail string `json:"detail"`
-	// Item is the number of the seed's checklist item (1–9), 0 for none.
+	// Item is the number of the checklist item (1–9), 0 for none.
 	Item int `json:"item,omitempty"`
 	// Profile is what the probe behind the check used, when it ran one.
 	Profile *Profile `json:"profile,omitempty"`
@@ -52,7 +55,7 @@ func (p *Profile) String() string {
 	if p == nil {
 		return ""
 	}
-	s := fmt.Sprintf("%.1f ms, %s peak memory", p.DurationMs, formatBytes(p.MemoryBytes))
+	s := fmt.Sprintf("%.1f ms, %s peak memory", p.DurationMs, limits.HumanSize(p.MemoryBytes))
 	if p.FuelUsed > 0 {
 		s += fmt.Sprintf(", %s fuel", formatCount(p.FuelUsed))
 	}
@@ -279,16 +282,6 @@ func (r *Report) WriteJUnit(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, "\n")
 	return err
-}
-
-func formatBytes(n int64) string {
-	switch {
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }
 
 func formatCount(n uint64) string {

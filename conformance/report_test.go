@@ -25,7 +25,7 @@ func TestHumanReportMarksEveryStatusAndColoursOnlyWhenAsked(t *testing.T) {
 	}
 	rep.WriteHuman(&color, true)
 	out := plain.String()
-	for _, want := range []string{"✓ [1] upload  (upload.checks)", "! [6] unknown  (tools.unknown_tool)", "    second line", "[12.5 ms, 3.0 MiB peak memory]",
+	for _, want := range []string{"✓ [1] upload  (upload.checks)", "! [6] unknown  (tools.unknown_tool)", "    second line", "[12.5 ms, 3 MiB peak memory]",
 		"✗ [2] eof  (protocol.eof_exit)", "- view  (view.renders)", "FAILED: 1 passed, 1 warnings, 1 failed, 1 skipped (4 checks in 1.5s)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("human report lacks %q:\n%s", want, out)

@@ -13,7 +13,7 @@ import "sync/atomic"
 // so that empty directories cannot fill the host's disk or make the
 // volume's removal take minutes.
 //
-//	b := limits.NewWriteBudget(limits.GiB)
+//	b := limits.NewCallBudget(limits.Default())
 //	if !b.Reserve(int64(len(p))) {
 //		return EDQUOT // nothing was written
 //	}
@@ -31,12 +31,6 @@ type WriteBudget struct {
 	used       atomic.Int64
 	maxEntries int64 // 0: no cap on the count (entries still cost bytes)
 	entries    atomic.Int64
-}
-
-// NewWriteBudget returns an account that allows limit bytes in all and
-// any number of entries within them.
-func NewWriteBudget(limit int64) *WriteBudget {
-	return &WriteBudget{limit: limit}
 }
 
 // NewCallBudget returns the account of one call under l: l.WriteBudget

@@ -12,7 +12,7 @@ const (
 	GiB int64 = 1 << 30
 )
 
-// Limits is every limit of host-contract §9 for one call or discovery run.
+// Limits is every limit of docs/abi.md §9 for one call or discovery run.
 //
 // The zero value is not useful; start from Default and change fields:
 //
@@ -145,7 +145,7 @@ const TableElementBytes = 8
 // within seconds even when its call timeout is long.
 const DefaultFuel uint64 = 100_000_000_000
 
-// Default returns the limits of host-contract §9.
+// Default returns the limits of docs/abi.md §9.
 func Default() Limits {
 	return Limits{
 		ModuleSize:       64 * MiB,

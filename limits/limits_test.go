@@ -161,7 +161,7 @@ func TestParseDuration(t *testing.T) {
 }
 
 func TestWriteBudgetIsAllOrNothing(t *testing.T) {
-	b := NewWriteBudget(100)
+	b := NewCallBudget(Limits{WriteBudget: 100})
 	if !b.Reserve(60) {
 		t.Fatal("60 of 100 refused")
 	}
@@ -184,7 +184,7 @@ func TestWriteBudgetIsAllOrNothing(t *testing.T) {
 }
 
 func TestWriteBudgetConcurrentReservationsNeverOvershoot(t *testing.T) {
-	b := NewWriteBudget(1000)
+	b := NewCallBudget(Limits{WriteBudget: 1000})
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	granted := 0
@@ -237,7 +237,7 @@ func TestEntriesAreChargedAndCapped(t *testing.T) {
 		t.Fatalf("MaxEntries = %d", b.MaxEntries())
 	}
 	// An account without a cap on the count still charges the bytes.
-	u := NewWriteBudget(EntryCost)
+	u := NewCallBudget(Limits{WriteBudget: EntryCost})
 	if !u.ReserveEntry(0) || u.ReserveEntry(0) || u.Entries() != 1 {
 		t.Fatalf("uncapped account: entries %d, used %d", u.Entries(), u.Used())
 	}
@@ -266,5 +266,19 @@ func TestConcurrentEntriesNeverPassTheCap(t *testing.T) {
 	wg.Wait()
 	if granted != 500 || b.Entries() != 500 || b.Used() != 500*(EntryCost+1) {
 		t.Fatalf("granted %d, entries %d, used %d", granted, b.Entries(), b.Used())
+	}
+}
+
+func TestHumanSize(t *testing.T) {
+	for _, tt := range []struct {
+		n    int64
+		want string
+	}{
+		{0, "0 bytes"}, {1000, "1000 bytes"}, {64 * KiB, "64 KiB"}, {1536, "1536 bytes"},
+		{16 * MiB, "16 MiB"}, {3 * MiB / 2, "1.50 MiB"}, {4 * GiB, "4 GiB"}, {GiB + 1, "1024.00 MiB"},
+	} {
+		if got := HumanSize(tt.n); got != tt.want {
+			t.Errorf("HumanSize(%d) = %q, want %q", tt.n, got, tt.want)
+		}
 	}
 }

@@ -80,6 +80,24 @@ func FormatSize(n int64) string {
 	return strconv.FormatInt(n, 10) + "B"
 }
 
+// HumanSize renders bytes for people, in messages and reports: a whole
+// unit when it divides the value ("16 MiB", "64 KiB"), else MiB with two
+// decimals from 1 MiB up ("1.50 MiB"), else "N bytes". FormatSize is the
+// form that ParseSize reads back.
+func HumanSize(n int64) string {
+	switch {
+	case n >= GiB && n%GiB == 0:
+		return strconv.FormatInt(n/GiB, 10) + " GiB"
+	case n >= MiB && n%MiB == 0:
+		return strconv.FormatInt(n/MiB, 10) + " MiB"
+	case n >= MiB:
+		return strconv.FormatFloat(float64(n)/float64(MiB), 'f', 2, 64) + " MiB"
+	case n >= KiB && n%KiB == 0:
+		return strconv.FormatInt(n/KiB, 10) + " KiB"
+	}
+	return strconv.FormatInt(n, 10) + " bytes"
+}
+
 // ParseDuration parses a duration for the command line: Go's syntax ("30s",
 // "1m30s", "250ms") or a bare number of seconds ("30", "0.5"). Negative
 // durations are refused.

@@ -25,8 +25,21 @@ const maxReported = 100
 // Warning is a tool-list finding that does not reject the package.
 type Warning struct {
 	Tool    string
+	Kind    string // one of the Warn constants
 	Message string
 }
+
+// Kinds of Warning.
+const (
+	// WarnNameLength: a name longer than ConformanceToolNameLen.
+	WarnNameLength = "name_length"
+	// WarnDescription: a tool without a description.
+	WarnDescription = "description"
+	// WarnSchemaPattern: a schema pattern in ECMAScript-only regular
+	// expression syntax (lookaround, backreferences), which the host
+	// accepts but cannot enforce.
+	WarnSchemaPattern = "schema_pattern"
+)
 
 // CompiledTool is a validated tool with its compiled schemas.
 type CompiledTool struct {
@@ -150,7 +163,7 @@ func ValidateTools(tools []Tool, maxTools int) (*ToolSet, []*Error) {
 				firstAt[t.Name] = i
 			}
 			if len(t.Name) > ConformanceToolNameLen {
-				set.warnings = append(set.warnings, Warning{t.Name, fmt.Sprintf("the name is %d characters; the MCP conformance suite accepts at most %d", len(t.Name), ConformanceToolNameLen)})
+				set.warnings = append(set.warnings, Warning{t.Name, WarnNameLength, fmt.Sprintf("the name is %d characters; the MCP conformance suite accepts at most %d", len(t.Name), ConformanceToolNameLen)})
 			}
 		}
 		for _, m := range []string{"title", "description"} {
@@ -161,7 +174,7 @@ func ValidateTools(tools []Tool, maxTools int) (*ToolSet, []*Error) {
 			}
 		}
 		if v, ok := t.members["description"]; !ok || isNull(v) {
-			set.warnings = append(set.warnings, Warning{t.Name, "the tool has no description; the model chooses tools by their descriptions"})
+			set.warnings = append(set.warnings, Warning{t.Name, WarnDescription, "the tool has no description; the model chooses tools by their descriptions"})
 		}
 		if maxTools > 0 && i >= maxTools {
 			continue // over the limit: already rejected, do not spend time compiling
@@ -194,7 +207,7 @@ func ValidateTools(tools []Tool, maxTools int) (*ToolSet, []*Error) {
 			ct.output = s
 		}
 		for _, w := range warn {
-			set.warnings = append(set.warnings, Warning{t.Name, w})
+			set.warnings = append(set.warnings, Warning{t.Name, WarnSchemaPattern, w})
 		}
 		if nameOK && firstAt[t.Name] == i {
 			set.byName[t.Name] = ct
@@ -297,7 +310,7 @@ func compileSchema(raw json.RawMessage) (*jsonschema.Schema, []string, error) {
 			return re, nil
 		}
 		if ecmaOnly(p) {
-			warnings = append(warnings, fmt.Sprintf("the pattern %s uses ECMAScript regex syntax (lookaround or backreference) that the host cannot check; it is accepted but not enforced by check", quoteShort(p, 80)))
+			warnings = append(warnings, fmt.Sprintf("the pattern %s uses ECMAScript regex syntax (lookaround or backreference) that the host cannot check; it is accepted but not enforced", quoteShort(p, 80)))
 			return unchecked(p), nil
 		}
 		return nil, err

@@ -100,7 +100,7 @@ func (p *Package) Artifact() *Artifact {
 	for i, t := range tools {
 		raw[i] = t.Raw
 	}
-	metered := sha256.Sum256(p.checked.Metered)
+	metered := sha256.Sum256(p.checked.metered)
 	return &Artifact{
 		Format:        ArtifactFormat,
 		Runner:        Version,
@@ -110,9 +110,9 @@ func (p *Package) Artifact() *Artifact {
 		MeteredSHA256: hex.EncodeToString(metered[:]),
 		Manifest:      p.checked.Source.Manifest,
 		HasAssets:     p.checked.Source.HasAssets,
-		Discover:      p.Discovery.Result.Raw,
+		Discover:      p.discovery.Result.Raw,
 		Tools:         raw,
-		Metered:       p.checked.Metered,
+		Metered:       p.checked.metered,
 	}
 }
 
@@ -276,13 +276,13 @@ func (rt *Runtime) Open(ctx context.Context, a *Artifact, path string) (*Package
 	}
 	p := &Package{
 		rt:      rt,
-		checked: &Checked{Source: src, Hash: hash, Metered: metered, compiled: compiled},
+		checked: &Checked{Source: src, Hash: hash, metered: metered, compiled: compiled, code: newCodeRefs(compiled)}, // the Package holds the only reference
 		name:    a.Name,
 		tools:   set,
 		Opened:  &Opened{Metering: how, ArtifactMetering: a.Metering, ArtifactRunner: a.Runner},
 	}
 	if len(a.Discover) > 0 {
-		if p.Discovery.Result, err = protocol.ParseDiscover(a.Discover); err != nil {
+		if p.discovery.Result, err = protocol.ParseDiscover(a.Discover); err != nil {
 			compiled.Close(ctx)
 			return nil, fmt.Errorf("the artifact's discover result: %v", err)
 		}

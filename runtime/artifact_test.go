@@ -40,7 +40,7 @@ func TestArtifactRoundTrip(t *testing.T) {
 	if got, want := fmt.Sprint(opened.toolNames()), fmt.Sprint(pkg.toolNames()); got != want {
 		t.Fatalf("tools %s, want %s", got, want)
 	}
-	if opened.Discovery.Pages != 0 {
+	if opened.Discovery().Pages != 0 {
 		t.Error("opening ran discovery")
 	}
 	res := call(t, opened, CallRequest{Tool: "greet", Arguments: json.RawMessage(`{"name":"Ada"}`)})
@@ -164,7 +164,7 @@ func TestArtifactAcrossVersions(t *testing.T) {
 		if p.Opened == nil || p.Opened.Metering != how {
 			t.Fatalf("Open (runner %s, metering %d): opened %+v, want metering %q", a.Runner, a.Metering, p.Opened, how)
 		}
-		if !bytes.Equal(p.checked.Metered, want) {
+		if !bytes.Equal(p.checked.metered, want) {
 			t.Fatalf("Open (runner %s, metering %d, %s) runs a module that is not this runner's metering of module.wasm", a.Runner, a.Metering, how)
 		}
 		res := call(t, p, CallRequest{Tool: "greet", Arguments: json.RawMessage(`{"name":"Ada"}`)})
@@ -306,7 +306,7 @@ func TestArtifactChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	fmt.Printf("CHILD-OPEN %v\n", time.Since(start))
-	if pkg.Discovery.Pages != 0 {
+	if pkg.Discovery().Pages != 0 {
 		t.Fatal("discovery ran")
 	}
 	// The parent's upload recorded its metering in the shared cache

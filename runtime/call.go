@@ -17,6 +17,7 @@ import (
 
 	"github.com/subako/subako-runner/fsmount"
 	"github.com/subako/subako-runner/hostmod/subakohttp"
+	"github.com/subako/subako-runner/internal/fuel"
 	"github.com/subako/subako-runner/limits"
 	"github.com/subako/subako-runner/protocol"
 	"github.com/subako/subako-runner/wasi"
@@ -53,7 +54,7 @@ const (
 	OutcomeOK Outcome = "ok"
 	// OutcomeToolError is a result with isError: the model reads it.
 	OutcomeToolError Outcome = "tool_error"
-	// OutcomeCrashed means the module broke a rule of host-contract §6.
+	// OutcomeCrashed means the module broke a rule of docs/abi.md §6.
 	OutcomeCrashed Outcome = "crashed"
 	// OutcomeCanceled is only ever in a CallEvent: the caller's context
 	// ended the call and Call returned that error, so the run is no
@@ -111,7 +112,7 @@ type Result struct {
 	Result json.RawMessage
 	// Parsed is Result decoded; zero when the module crashed.
 	Parsed protocol.CallToolResult
-	// View is what the model reads (host-contract §5); nil on a crash.
+	// View is what the model reads (docs/abi.md §5); nil on a crash.
 	View []protocol.ViewItem
 	// Crash is set when Outcome is OutcomeCrashed.
 	Crash *Crash
@@ -162,12 +163,9 @@ func (p *Package) Call(ctx context.Context, req CallRequest) (*Result, error) {
 	if args[0] != '{' || !json.Valid(args) {
 		return nil, &CallError{CodeBadArguments, "arguments must be a JSON object"}
 	}
-	lim := p.rt.limits
-	if req.Limits != nil {
-		lim = *req.Limits
-		if err := lim.Validate(); err != nil {
-			return nil, err
-		}
+	lim, err := p.rt.limitsFor(req.Limits)
+	if err != nil {
+		return nil, err
 	}
 	res := &Result{TmpDir: req.Tmp}
 	if res.TmpDir == "" {
@@ -177,7 +175,7 @@ func (p *Package) Call(ctx context.Context, req CallRequest) (*Result, error) {
 		}
 		res.TmpDir, res.volumes = dir, p.rt.volumes
 	}
-	err := p.call(ctx, req.Tool, args, req, lim, res)
+	err = p.call(ctx, req.Tool, args, req, lim, res)
 	if err != nil {
 		res.Release()
 		return nil, err
@@ -240,9 +238,6 @@ func (p *Package) startCall(ctx context.Context, req CallRequest, tmp string, li
 	c := &callRun{started: time.Now(), place: place, gone: make(chan struct{})}
 	layout := fsmount.Layout{Tmp: tmp, Data: req.Data, Skills: req.Skills}
 	policy, deadline := req.Network, c.started.Add(lim.CallTimeout)
-	if policy == nil {
-		policy = denyAll
-	}
 	if discovery {
 		layout = fsmount.Layout{}
 		policy, deadline = subakohttp.DiscoveryPolicy(), c.started.Add(lim.DiscoveryTimeout)
@@ -281,23 +276,40 @@ func openMounts(layout fsmount.Layout) (*fsmount.Set, error) {
 
 // stats reads the resources the run used; call it after the instance ended.
 func (c *callRun) stats() Stats {
-	h := c.http.Stats()
-	st := Stats{
-		Duration:          time.Since(c.started),
-		MemoryBytes:       int64(c.s.memory.Peak()),
-		BytesWritten:      c.budget.Used(),
-		HTTPRequests:      h.Requests,
-		HTTPBytesSent:     h.BytesSent,
-		HTTPBytesReceived: h.BytesReceived,
-		FuelUsed:          c.s.fuel.Used(),
-		ExitWait:          c.exitWait,
-		QueueWait:         c.place.wait,
-		Queued:            c.place.queued,
-	}
-	st.DurationMs = float64(st.Duration.Microseconds()) / 1000
+	st := instanceStats(c.started, c.s.memory, c.budget, c.http, c.s.fuel)
+	st.ExitWait, st.QueueWait, st.Queued = c.exitWait, c.place.wait, c.place.queued
 	st.ExitWaitMs = float64(st.ExitWait.Microseconds()) / 1000
 	st.QueueWaitMs = float64(st.QueueWait.Microseconds()) / 1000
 	return st
+}
+
+// instanceStats reads what one instance used, for calls, probes,
+// discovery and commands alike; call it after the instance ended.
+func instanceStats(started time.Time, memory *memoryLimit, budget *limits.WriteBudget, http *subakohttp.Call, meter *fuel.Meter) Stats {
+	h := http.Stats()
+	st := Stats{
+		Duration:          time.Since(started),
+		MemoryBytes:       int64(memory.Peak()),
+		BytesWritten:      budget.Used(),
+		HTTPRequests:      h.Requests,
+		HTTPBytesSent:     h.BytesSent,
+		HTTPBytesReceived: h.BytesReceived,
+		FuelUsed:          meter.Used(),
+	}
+	st.DurationMs = float64(st.Duration.Microseconds()) / 1000
+	return st
+}
+
+// limitsFor is the runtime's limits, or override when it is set (and
+// valid): the per-call limits of calls, probes and commands.
+func (rt *Runtime) limitsFor(override *limits.Limits) (limits.Limits, error) {
+	if override == nil {
+		return rt.limits, nil
+	}
+	if err := override.Validate(); err != nil {
+		return limits.Limits{}, err
+	}
+	return *override, nil
 }
 
 func (p *Package) call(ctx context.Context, tool string, args json.RawMessage, req CallRequest, lim limits.Limits, res *Result) error {
@@ -361,16 +373,6 @@ func (p *Package) toolNames() []string {
 		names[i] = t.Name
 	}
 	return names
-}
-
-// denyAll is the network policy of a call that was given none.
-var denyAll = mustPolicy(subakohttp.NewPolicy(subakohttp.PolicyConfig{}))
-
-func mustPolicy(p *subakohttp.Policy, err error) *subakohttp.Policy {
-	if err != nil {
-		panic(err)
-	}
-	return p
 }
 
 // volumeFiles confines file access on behalf of the host (HTTP bodies and

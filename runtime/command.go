@@ -3,8 +3,8 @@ package runtime
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/tetratelabs/wazero/experimental"
@@ -56,12 +56,9 @@ type CommandResult struct {
 // that imports what the host does not provide is a *LinkError, before
 // anything runs. When ctx ends the run, the error wraps ctx.Err().
 func (rt *Runtime) RunCommand(ctx context.Context, path string, cmd Command) (*CommandResult, error) {
-	lim := rt.limits
-	if cmd.Limits != nil {
-		lim = *cmd.Limits
-		if err := lim.Validate(); err != nil {
-			return nil, err
-		}
+	lim, err := rt.limitsFor(cmd.Limits)
+	if err != nil {
+		return nil, err
 	}
 	src, err := ReadSource(path, lim.ModuleSize)
 	if err != nil {
@@ -91,11 +88,8 @@ func (rt *Runtime) RunCommand(ctx context.Context, path string, cmd Command) (*C
 	defer mounts.Close()
 
 	budget := limits.NewCallBudget(lim)
-	policy := cmd.Network
-	if policy == nil {
-		policy = denyAll
-	}
-	httpCall := subakohttp.NewCall(subakohttp.CallConfig{Policy: policy, Files: volumeFiles{mounts}, Budget: budget, Limits: lim, Logger: rt.log})
+	// A nil Network denies every request.
+	httpCall := subakohttp.NewCall(subakohttp.CallConfig{Policy: cmd.Network, Files: volumeFiles{mounts}, Budget: budget, Limits: lim, Logger: rt.log})
 	stdin := wasi.NewStdin()
 	stdout, stderr := cmd.Stdout, cmd.Stderr
 	if stdout == nil {
@@ -117,10 +111,8 @@ func (rt *Runtime) RunCommand(ctx context.Context, path string, cmd Command) (*C
 	ctx, cancel := context.WithDeadlineCause(ctx, started.Add(lim.CallTimeout), errDeadline)
 	defer cancel()
 	if cmd.Stdin != nil {
-		go func() {
-			_, _ = io.Copy(stdin, cmd.Stdin)
-			stdin.CloseWrite()
-		}()
+		stop, _ := copyStdin(stdin, cmd.Stdin)
+		defer stop()
 	} else {
 		stdin.CloseWrite()
 	}
@@ -135,29 +127,53 @@ func (rt *Runtime) RunCommand(ctx context.Context, path string, cmd Command) (*C
 		return nil, canceled(parent, "run "+path)
 	}
 
-	res := &CommandResult{Stats: Stats{
-		Duration: time.Since(started), MemoryBytes: int64(memory.Peak()),
-		BytesWritten: budget.Used(), HTTPRequests: httpCall.Stats().Requests, FuelUsed: meter.Used(),
-	}}
-	res.Stats.DurationMs = float64(res.Stats.Duration.Microseconds()) / 1000
+	res := &CommandResult{Stats: instanceStats(started, memory, budget, httpCall, meter)}
 	var exit *sys.ExitError
-	switch {
-	case err == nil:
-	case errors.Is(context.Cause(ctx), errDeadline):
-		res.Crash = &Crash{Reason: CrashTimeout, Message: fmt.Sprintf("the module ran out of time (%v)", lim.CallTimeout)}
-	case meter.Exhausted():
-		res.Crash = &Crash{Reason: CrashOutOfFuel, Message: fmt.Sprintf("the module used its whole fuel budget of %d", lim.Fuel)}
-	case memory.refused() && (!errors.As(err, &exit) || exit.ExitCode() != 0):
-		res.Crash = &Crash{Reason: CrashOutOfMemory, Message: fmt.Sprintf("the module needed more than its memory limit of %s", limits.FormatSize(lim.Memory))}
-	case errors.As(err, &exit):
+	if res.Crash = endCrash(err, context.Cause(ctx), meter, memory, lim, time.Since(started)); res.Crash == nil && errors.As(err, &exit) {
 		res.ExitCode = exit.ExitCode()
-	default:
-		res.Crash = &Crash{Reason: CrashTrap, Message: "the module trapped: " + firstLine(err.Error())}
 	}
 	if res.Crash != nil {
-		res.Crash.Stderr = tail.String()
+		res.Crash.Message, res.Crash.Stderr = boundMessage(res.Crash.Message), tail.String()
 	}
 	return res, nil
+}
+
+// copyStdin copies r into the module's stdin on a goroutine until r ends
+// (then stdin closes) or stop is called. After stop returns, r is never read
+// again: a Read already in progress when the command ended may still return
+// (an io.Reader cannot be interrupted), and its bytes are dropped, but no
+// new Read starts, so a long-lived reader of the embedder's (a terminal, a
+// pipe it goes on using) loses nothing to a command that has ended.
+//
+// done is closed when the copier has ended.
+func copyStdin(stdin *wasi.Stdin, r io.Reader) (stop func(), done <-chan struct{}) {
+	ended := make(chan struct{})
+	var mu sync.Mutex
+	stopped := false
+	next := func() bool { // whether the copier may go on
+		mu.Lock()
+		defer mu.Unlock()
+		return !stopped
+	}
+	go func() {
+		defer close(ended)
+		buf := make([]byte, 32<<10)
+		for next() {
+			n, err := r.Read(buf)
+			if n > 0 && next() {
+				_, _ = stdin.Write(buf[:n])
+			}
+			if err != nil {
+				stdin.CloseWrite()
+				return
+			}
+		}
+	}()
+	return func() {
+		mu.Lock()
+		stopped = true
+		mu.Unlock()
+	}, ended
 }
 
 // linkCheck refuses a module whose imports the host cannot satisfy, with

@@ -1,10 +1,13 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -13,7 +16,7 @@ import (
 )
 
 // Package is a loaded package: checked, compiled and discovered. Its tool
-// list is what the package provides until its next version (host-contract
+// list is what the package provides until its next version (docs/abi.md
 // §4); calls for any other tool are refused before the module runs.
 //
 // # Notes
@@ -26,8 +29,8 @@ type Package struct {
 	name    string
 	tools   *protocol.ToolSet
 
-	// Discovery describes the discovery run.
-	Discovery Discovery
+	discovery Discovery // written before the Package is returned, read only after
+	closed    sync.Once
 	// Opened says how Open opened the package; nil after Load.
 	Opened *Opened
 }
@@ -70,10 +73,28 @@ func (p *Package) Tool(name string) (*protocol.CompiledTool, bool) { return p.to
 // expressions can compile); `check` reports them.
 func (p *Package) ToolWarnings() []protocol.Warning { return p.tools.Warnings() }
 
-// Close releases the package's compiled code.
-func (p *Package) Close(ctx context.Context) error { return p.checked.Close(ctx) }
+// Discovery describes the discovery run (for a package Open restored, the
+// stored discover result and no run). It returns a copy the caller may
+// keep or change.
+func (p *Package) Discovery() Discovery {
+	d := p.discovery
+	r := &d.Result
+	r.SupportedVersions = slices.Clone(r.SupportedVersions)
+	r.Capabilities, r.ServerInfo = bytes.Clone(r.Capabilities), bytes.Clone(r.ServerInfo)
+	r.Instructions, r.Raw = bytes.Clone(r.Instructions), bytes.Clone(r.Raw)
+	return d
+}
 
-// Load validates the package at path (host-contract §1, §2), compiles it and
+// Close releases the package's reference to its compiled code (see
+// Checked); calls in flight must have returned. A second Close does
+// nothing.
+func (p *Package) Close(ctx context.Context) error {
+	var err error
+	p.closed.Do(func() { err = p.checked.code.release(ctx) })
+	return err
+}
+
+// Load validates the package at path (docs/abi.md §1, §2), compiles it and
 // discovers its tools (§4). A package that is refused yields a
 // *RejectedError; a discovery that crashed is a RejectedError with code
 // discovery_failed and the Crash. When ctx ends first, the error wraps
@@ -94,14 +115,16 @@ func (rt *Runtime) Load(ctx context.Context, path string) (p *Package, err error
 		return nil, err
 	}
 	p, err = rt.Discover(ctx, c, path)
+	c.Close(context.WithoutCancel(ctx)) // p, if any, holds its own reference
 	if err != nil {
-		c.Close(context.WithoutCancel(ctx))
 		return nil, err
 	}
 	return p, nil
 }
 
-// Discover runs the discovery of a checked module. path names the package
+// Discover runs the discovery of a checked module; the Package it returns
+// holds its own reference to c's compiled code (close both: see Checked).
+// path names the package
 // in logs and messages. When ctx ends before discovery is done, the error
 // wraps ctx.Err(): the caller's deadline is not the discovery timeout
 // limit, whose expiry is the rejection discovery_failed (timeout).
@@ -139,13 +162,13 @@ func (rt *Runtime) Discover(ctx context.Context, c *Checked, path string) (*Pack
 			return nil, err
 		}
 	}
-	p.Discovery.Duration = time.Since(started)
-	p.Discovery.Stderr = s.stderr.String()
-	p.Discovery.Notifications = s.notifications
+	p.discovery.Duration = time.Since(started)
+	p.discovery.Stderr = s.stderr.String()
+	p.discovery.Notifications = s.notifications
 	st := run.stats()
-	p.Discovery.MemoryBytes, p.Discovery.FuelUsed = st.MemoryBytes, st.FuelUsed
+	p.discovery.MemoryBytes, p.discovery.FuelUsed = st.MemoryBytes, st.FuelUsed
 	if crash != nil {
-		log.Debug("discovery crashed", zap.String("crash", crash.Reason), zap.Duration("duration", p.Discovery.Duration))
+		log.Debug("discovery crashed", zap.String("crash", crash.Reason), zap.Duration("duration", p.discovery.Duration))
 		return nil, &RejectedError{
 			Rejections: []Rejection{{CodeDiscoveryFailed, fmt.Sprintf("discovery crashed (%s): %s", crash.Reason, crash.Message)}},
 			Crash:      crash,
@@ -154,7 +177,8 @@ func (rt *Runtime) Discover(ctx context.Context, c *Checked, path string) (*Pack
 	if rej != nil {
 		return nil, rej
 	}
-	log.Debug("package discovered", zap.Int("tools", len(p.tools.Tools())), zap.Int("pages", p.Discovery.Pages), zap.Duration("duration", p.Discovery.Duration))
+	log.Debug("package discovered", zap.Int("tools", len(p.tools.Tools())), zap.Int("pages", p.discovery.Pages), zap.Duration("duration", p.discovery.Duration))
+	c.code.acquire()
 	return p, nil
 }
 
@@ -166,7 +190,7 @@ func (rt *Runtime) discover(s *session, p *Package) ([]protocol.Tool, *RejectedE
 		return nil, nil, crash
 	}
 	var err error
-	p.Discovery.Result, err = protocol.ParseDiscover(msg.Result)
+	p.discovery.Result, err = protocol.ParseDiscover(msg.Result)
 	if err != nil {
 		return nil, rejectedBy(err), nil
 	}
@@ -177,7 +201,7 @@ func (rt *Runtime) discover(s *session, p *Package) ([]protocol.Tool, *RejectedE
 		if crash != nil {
 			return nil, nil, crash
 		}
-		p.Discovery.Pages++
+		p.discovery.Pages++
 		page, err := protocol.ParseToolsPage(msg.Result)
 		if err != nil {
 			return nil, rejectedBy(err), nil
@@ -186,14 +210,14 @@ func (rt *Runtime) discover(s *session, p *Package) ([]protocol.Tool, *RejectedE
 		if page.NextCursor == nil {
 			return tools, nil, nil
 		}
-		if p.Discovery.Pages >= s.lim.MaxPages {
+		if p.discovery.Pages >= s.lim.MaxPages {
 			return nil, rejectedBy(protocol.ErrTooManyPages(s.lim.MaxPages)), nil
 		}
 		cursor = page.NextCursor
 	}
 }
 
-// validateTools applies the tool-list rules of host-contract §4.
+// validateTools applies the tool-list rules of docs/abi.md §4.
 func (p *Package) validateTools(tools []protocol.Tool, maxTools int) *RejectedError {
 	set, problems := protocol.ValidateTools(tools, maxTools)
 	if len(problems) > 0 {

@@ -9,7 +9,7 @@ import (
 	"github.com/subako/subako-runner/protocol"
 )
 
-// Rejection codes of host-contract §1, §2 and §4: why an upload was refused.
+// Rejection codes of docs/abi.md §1, §2 and §4: why an upload was refused.
 // The module checks and the protocol layer own the codes they find; these
 // are the same values under one roof for callers of this package.
 const (
@@ -42,7 +42,7 @@ const (
 	CodeDiscoveryFailed     = "discovery_failed"
 )
 
-// Crash reasons of host-contract §6: why a run of the module failed.
+// Crash reasons of docs/abi.md §6: why a run of the module failed.
 const (
 	CrashJSONRPCError         = protocol.CodeJSONRPCError
 	CrashResultNotComplete    = protocol.CodeResultNotComplete
@@ -94,7 +94,7 @@ func (e *RejectedError) Has(code string) bool {
 	return false
 }
 
-// Crash describes how a module run broke the rules of host-contract §6.
+// Crash describes how a module run broke the rules of docs/abi.md §6.
 type Crash struct {
 	// Reason is a stable crash code, e.g. "exit_timeout".
 	Reason string `json:"reason"`

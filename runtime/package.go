@@ -15,13 +15,13 @@ import (
 	"github.com/subako/subako-runner/internal/modcheck"
 )
 
-// File names inside a package directory (host-contract §1).
+// File names inside a package directory (docs/abi.md §1).
 const (
 	ManifestFile = "subako-package.json"
 	ModuleFile   = "module.wasm"
 )
 
-// maxManifestSize is the largest manifest accepted (host-contract §1).
+// maxManifestSize is the largest manifest accepted (docs/abi.md §1).
 const maxManifestSize = 64 << 10
 
 // Manifest is subako-package.json.

@@ -32,7 +32,7 @@ type ProbeResult struct {
 	Responses []protocol.Message
 	// Notifications counts the messages without an id the module wrote.
 	Notifications int
-	// Crash is the first rule of host-contract §6 the run broke, judged as
+	// Crash is the first rule of docs/abi.md §6 the run broke, judged as
 	// for a call except that JSON-RPC errors and results are not judged.
 	Crash *Crash
 	// ExitAfterClose is how long the module ran after stdin closed; zero
@@ -52,12 +52,9 @@ func (p *Package) Probe(ctx context.Context, pr Probe, req CallRequest) (*ProbeR
 	if err := canceled(ctx, "probe"); err != nil {
 		return nil, err
 	}
-	lim := p.rt.limits
-	if req.Limits != nil {
-		lim = *req.Limits
-		if err := lim.Validate(); err != nil {
-			return nil, err
-		}
+	lim, err := p.rt.limitsFor(req.Limits)
+	if err != nil {
+		return nil, err
 	}
 	lines := make([][]byte, len(pr.Messages))
 	pending := make([]string, len(pr.Messages))

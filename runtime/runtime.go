@@ -200,24 +200,61 @@ func (rt *Runtime) Close(ctx context.Context) error {
 func (rt *Runtime) Limits() limits.Limits { return rt.limits }
 
 // Checked is a module that passed the upload checks, compiled and ready to
-// discover or run.
+// discover.
+//
+// Ownership: the Checked and every Package that Discover made from it
+// share the compiled code, and each holds a reference to it. Close each of
+// them when done with it, in any order; the code is released when the last
+// is closed. A second Close of the same holder does nothing.
 type Checked struct {
 	// Source is the package as read from disk.
 	Source *Source
 	// Hash is the SHA-256 of module.wasm.
 	Hash [sha256.Size]byte
-	// Metered is the module with fuel metering injected (internal/fuel):
-	// what actually runs.
-	Metered []byte
 
+	metered  []byte // the module with fuel metering injected: what runs
+	compiled wazero.CompiledModule
+	code     *codeRefs
+	closed   sync.Once
+}
+
+// Close releases this holder's reference to the compiled code.
+func (c *Checked) Close(ctx context.Context) error {
+	var err error
+	c.closed.Do(func() { err = c.code.release(ctx) })
+	return err
+}
+
+// codeRefs counts the holders of one compiled module.
+type codeRefs struct {
+	mu       sync.Mutex
+	refs     int
 	compiled wazero.CompiledModule
 }
 
-// Close releases the compiled code.
-func (c *Checked) Close(ctx context.Context) error { return c.compiled.Close(ctx) }
+func newCodeRefs(compiled wazero.CompiledModule) *codeRefs {
+	return &codeRefs{refs: 1, compiled: compiled}
+}
+
+func (r *codeRefs) acquire() {
+	r.mu.Lock()
+	r.refs++
+	r.mu.Unlock()
+}
+
+func (r *codeRefs) release(ctx context.Context) error {
+	r.mu.Lock()
+	r.refs--
+	last := r.refs == 0
+	r.mu.Unlock()
+	if last {
+		return r.compiled.Close(ctx)
+	}
+	return nil
+}
 
 // Validate reads the package at path and runs every upload-time check of
-// host-contract §1 and §2, then compiles the module. A package that fails
+// docs/abi.md §1 and §2, then compiles the module. A package that fails
 // any check yields a *RejectedError listing every problem; other errors mean
 // the path could not be read.
 func (rt *Runtime) Validate(ctx context.Context, path string) (*Checked, error) {
@@ -256,7 +293,7 @@ func (rt *Runtime) check(ctx context.Context, src *Source) (*Checked, error) {
 		compiled.Close(context.WithoutCancel(ctx))
 		return nil, err
 	}
-	c := &Checked{Source: src, Hash: sha256.Sum256(src.Module), Metered: metered, compiled: compiled}
+	c := &Checked{Source: src, Hash: sha256.Sum256(src.Module), metered: metered, compiled: compiled, code: newCodeRefs(compiled)}
 	if err := rt.meterings.record(c.Hash, fuel.MeteringVersion, sha256.Sum256(metered)); err != nil {
 		rt.log.Warn("cannot record the module's metering; opening its artifact will meter it again", zap.Error(err))
 	}

@@ -87,8 +87,8 @@ func TestGreetPackageDiscoversAndCalls(t *testing.T) {
 	if _, ok := pkg.Tool("greet"); !ok {
 		t.Fatalf("greet not discovered; tools: %v", pkg.toolNames())
 	}
-	if pkg.Discovery.Pages < 1 || pkg.Discovery.Duration <= 0 {
-		t.Errorf("discovery stats not recorded: %+v", pkg.Discovery)
+	if pkg.Discovery().Pages < 1 || pkg.Discovery().Duration <= 0 {
+		t.Errorf("discovery stats not recorded: %+v", pkg.Discovery())
 	}
 	res := call(t, pkg, CallRequest{Tool: "greet", Arguments: json.RawMessage(`{"name":"Ada"}`)})
 	if res.Outcome != OutcomeOK {
@@ -188,7 +188,7 @@ func TestConcurrentCallsOnOnePackage(t *testing.T) {
 }
 
 // TestCrashRules runs every call mode of the misbehave guest and checks the
-// outcome and crash code of host-contract §6.
+// outcome and crash code of docs/abi.md §6.
 func TestCrashRules(t *testing.T) {
 	t.Parallel()
 	rt := newRuntime(t, nil)

@@ -3,8 +3,6 @@ package runtime
 import (
 	"context"
 	"crypto/rand"
-	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -19,6 +17,7 @@ import (
 
 	"github.com/subako/subako-runner/hostmod/subakohttp"
 	"github.com/subako/subako-runner/internal/fuel"
+	"github.com/subako/subako-runner/internal/text"
 	"github.com/subako/subako-runner/limits"
 	"github.com/subako/subako-runner/protocol"
 	"github.com/subako/subako-runner/wasi"
@@ -31,7 +30,6 @@ const endGrace = 5 * time.Second
 
 // Reasons the host ends an instance itself; context.Cause tells them apart
 // from the caller's own cancellation or deadline.
-
 var (
 	errDeadline    = errors.New("deadline reached")
 	errExitTimeout = errors.New("module did not exit after stdin closed")
@@ -44,8 +42,8 @@ type instanceConfig struct {
 	limits   limits.Limits
 	deadline time.Time
 	wasi     wasi.Config
-	http     *subakohttp.Call // nil: requests are refused as in discovery
-	ended    func()           // called once the instance is gone (its memory too); may be nil
+	http     *subakohttp.Call
+	ended    func() // called once the instance is gone (its memory too); may be nil
 }
 
 // session drives one module instance over stdio: it writes one request at a
@@ -124,10 +122,7 @@ func (rt *Runtime) startSession(parent context.Context, cfg instanceConfig, log 
 	wcfg.MaxStdioWrite = lim.StdoutLine // one fd_write moves at most one line's worth
 	inst := wasi.NewInstance(wcfg)
 
-	ictx := wasi.WithInstance(ctx, inst)
-	if cfg.http != nil {
-		ictx = subakohttp.WithCall(ictx, cfg.http)
-	}
+	ictx := subakohttp.WithCall(wasi.WithInstance(ctx, inst), cfg.http)
 	ictx = experimental.WithMemoryAllocator(ictx, s.memory)
 	ictx = fuel.WithTableBudget(fuel.WithMeter(ictx, s.fuel), s.memory)
 
@@ -342,23 +337,16 @@ func (s *session) classifyEnd(waiting bool) *Crash {
 		return crash
 	}
 	err := s.exitErr
-	switch cause := context.Cause(s.ctx); {
-	case err == nil:
-	case errors.Is(cause, errExitTimeout):
+	cause := context.Cause(s.ctx)
+	if err != nil && errors.Is(cause, errExitTimeout) {
 		return s.newCrash(CrashExitTimeout, fmt.Sprintf("the module was still running %v after its stdin closed; exit with code 0 at end of input", s.lim.ExitTimeout))
-	case errors.Is(cause, errDeadline):
-		return s.newCrash(CrashTimeout, fmt.Sprintf("the module ran out of time (%v)", time.Since(s.started).Round(time.Millisecond)))
-	case s.fuel.Exhausted():
-		return s.newCrash(CrashOutOfFuel, fmt.Sprintf("the module used its whole fuel budget of %d", s.lim.Fuel))
+	}
+	if c := endCrash(err, cause, s.fuel, s.memory, s.lim, time.Since(s.started)); c != nil {
+		return s.newCrash(c.Reason, c.Message)
 	}
 	var exit *sys.ExitError
 	isExit := errors.As(err, &exit)
-	if err != nil && s.memory.refused() && (!isExit || exit.ExitCode() != 0) {
-		return s.newCrash(CrashOutOfMemory, fmt.Sprintf("the module needed more than its memory limit of %s", limits.FormatSize(s.lim.Memory)))
-	}
 	switch {
-	case err != nil && !isExit:
-		return s.newCrash(CrashTrap, "the module trapped: "+firstLine(err.Error()))
 	case waiting:
 		code := uint32(0)
 		if isExit {
@@ -367,6 +355,30 @@ func (s *session) classifyEnd(waiting bool) *Crash {
 		return s.newCrash(CrashExitedBeforeResponse, fmt.Sprintf("the module exited with code %d before answering the request", code))
 	case isExit:
 		return s.newCrash(CrashExitCode, fmt.Sprintf("the module exited with code %d; it must exit with code 0 when stdin closes", exit.ExitCode()))
+	}
+	return nil
+}
+
+// endCrash classifies the ends every run shares, a session or a command:
+// the host's deadline, fuel, memory, a trap. It is nil when the instance
+// returned or exited (with any code), which the caller judges.
+func endCrash(err, cause error, meter *fuel.Meter, memory *memoryLimit, lim limits.Limits, ran time.Duration) *Crash {
+	if err == nil {
+		return nil
+	}
+	switch {
+	case errors.Is(cause, errDeadline):
+		return &Crash{Reason: CrashTimeout, Message: fmt.Sprintf("the module ran out of time (%v)", ran.Round(time.Millisecond))}
+	case meter.Exhausted():
+		return &Crash{Reason: CrashOutOfFuel, Message: fmt.Sprintf("the module used its whole fuel budget of %d", lim.Fuel)}
+	}
+	var exit *sys.ExitError
+	isExit := errors.As(err, &exit)
+	if memory.refused() && (!isExit || exit.ExitCode() != 0) {
+		return &Crash{Reason: CrashOutOfMemory, Message: fmt.Sprintf("the module needed more than its memory limit of %s", limits.FormatSize(lim.Memory))}
+	}
+	if !isExit {
+		return &Crash{Reason: CrashTrap, Message: "the module trapped: " + text.FirstLine(err.Error())}
 	}
 	return nil
 }
@@ -480,15 +492,15 @@ func (w stdoutWriter) Write(p []byte) (int, error) {
 }
 
 // newRequestID returns an unpredictable id, a string or an integer at
-// random (host-contract §3). Integers stay below 2^53 so guests that parse
+// random (docs/abi.md §3). Integers stay below 2^53 so guests that parse
 // JSON numbers as doubles echo them exactly; `check` probes larger ones.
 func newRequestID() protocol.ID {
-	var b [9]byte
-	_, _ = rand.Read(b[:])
-	if b[0]&1 == 0 {
-		return protocol.StringID("subako-" + hex.EncodeToString(b[1:]))
+	var coin [1]byte
+	_, _ = rand.Read(coin[:])
+	if coin[0]&1 == 0 {
+		return protocol.RandomStringID("subako")
 	}
-	return protocol.IntID(int64(binary.LittleEndian.Uint64(b[1:]) >> 11))
+	return protocol.RandomIntID()
 }
 
 func errMessage(err error) string {
@@ -497,13 +509,6 @@ func errMessage(err error) string {
 		return perr.Message
 	}
 	return err.Error()
-}
-
-func firstLine(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
-	}
-	return s
 }
 
 // initialMemoryFits reports whether the module's initial memory fits the

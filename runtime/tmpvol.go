@@ -385,17 +385,6 @@ func (v *tempVolumes) remove(dir string) {
 	}
 }
 
-// flush returns once every directory released before it was called is
-// removed (for tests).
-func (v *tempVolumes) flush() {
-	reply := make(chan struct{})
-	select {
-	case v.flushReq <- reply:
-		<-reply
-	case <-v.done:
-	}
-}
-
 // close removes this runtime's directory, with every volume in it, even
 // those of results not released yet, and lets its lock go.
 func (v *tempVolumes) close() error {

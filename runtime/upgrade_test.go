@@ -128,7 +128,7 @@ func TestArtifactFromPreviousCommitOpens(t *testing.T) {
 	if pkg.Opened.Metering != want {
 		t.Errorf("opened with metering %q, want %q (artifact metering %d, this runner %d)", pkg.Opened.Metering, want, a.Metering, fuel.MeteringVersion)
 	}
-	if pkg.Discovery.Pages != 0 {
+	if pkg.Discovery().Pages != 0 {
 		t.Error("opening ran discovery")
 	}
 	res := call(t, pkg, CallRequest{Tool: "greet", Arguments: json.RawMessage(`{"name":"Ada"}`)})

@@ -1,98 +1,98 @@
 package wasi
 
-// Errno is a WASI preview-1 error number, as the guest sees it.
-type Errno = uint32
+// errnum is a WASI preview-1 error number, as the guest sees it.
+type errnum = uint32
 
-// Errno values of wasi_snapshot_preview1 (witx `errno`).
+// errnum values of wasi_snapshot_preview1 (witx `errno`).
 const (
-	ErrnoSuccess     Errno = 0
-	Errno2big        Errno = 1
-	ErrnoAcces       Errno = 2
-	ErrnoAgain       Errno = 6
-	ErrnoBadf        Errno = 8
-	ErrnoBusy        Errno = 10
-	ErrnoDquot       Errno = 19
-	ErrnoExist       Errno = 20
-	ErrnoFault       Errno = 21
-	ErrnoFbig        Errno = 22
-	ErrnoIntr        Errno = 27
-	ErrnoInval       Errno = 28
-	ErrnoIo          Errno = 29
-	ErrnoIsdir       Errno = 31
-	ErrnoLoop        Errno = 32
-	ErrnoMfile       Errno = 33
-	ErrnoMlink       Errno = 34
-	ErrnoNametoolong Errno = 37
-	ErrnoNfile       Errno = 41
-	ErrnoNoent       Errno = 44
-	ErrnoNomem       Errno = 48
-	ErrnoNospc       Errno = 51
-	ErrnoNosys       Errno = 52
-	ErrnoNotdir      Errno = 54
-	ErrnoNotempty    Errno = 55
-	ErrnoNotsock     Errno = 57
-	ErrnoNotsup      Errno = 58
-	ErrnoNxio        Errno = 60
-	ErrnoOverflow    Errno = 61
-	ErrnoPerm        Errno = 63
-	ErrnoPipe        Errno = 64
-	ErrnoRange       Errno = 68
-	ErrnoRofs        Errno = 69
-	ErrnoSpipe       Errno = 70
-	ErrnoTxtbsy      Errno = 74
-	ErrnoXdev        Errno = 75
-	ErrnoNotcapable  Errno = 76
+	errnoSuccess     errnum = 0
+	errno2big        errnum = 1
+	errnoAcces       errnum = 2
+	errnoAgain       errnum = 6
+	errnoBadf        errnum = 8
+	errnoBusy        errnum = 10
+	errnoDquot       errnum = 19
+	errnoExist       errnum = 20
+	errnoFault       errnum = 21
+	errnoFbig        errnum = 22
+	errnoIntr        errnum = 27
+	errnoInval       errnum = 28
+	errnoIo          errnum = 29
+	errnoIsdir       errnum = 31
+	errnoLoop        errnum = 32
+	errnoMfile       errnum = 33
+	errnoMlink       errnum = 34
+	errnoNametoolong errnum = 37
+	errnoNfile       errnum = 41
+	errnoNoent       errnum = 44
+	errnoNomem       errnum = 48
+	errnoNospc       errnum = 51
+	errnoNosys       errnum = 52
+	errnoNotdir      errnum = 54
+	errnoNotempty    errnum = 55
+	errnoNotsock     errnum = 57
+	errnoNotsup      errnum = 58
+	errnoNxio        errnum = 60
+	errnoOverflow    errnum = 61
+	errnoPerm        errnum = 63
+	errnoPipe        errnum = 64
+	errnoRange       errnum = 68
+	errnoRofs        errnum = 69
+	errnoSpipe       errnum = 70
+	errnoTxtbsy      errnum = 74
+	errnoXdev        errnum = 75
+	errnoNotcapable  errnum = 76
 )
 
 // Rights (witx `rights`).
 const (
-	RightFdDatasync uint64 = 1 << iota
-	RightFdRead
-	RightFdSeek
-	RightFdFdstatSetFlags
-	RightFdSync
-	RightFdTell
-	RightFdWrite
-	RightFdAdvise
-	RightFdAllocate
-	RightPathCreateDirectory
-	RightPathCreateFile
-	RightPathLinkSource
-	RightPathLinkTarget
-	RightPathOpen
-	RightFdReaddir
-	RightPathReadlink
-	RightPathRenameSource
-	RightPathRenameTarget
-	RightPathFilestatGet
-	RightPathFilestatSetSize
-	RightPathFilestatSetTimes
-	RightFdFilestatGet
-	RightFdFilestatSetSize
-	RightFdFilestatSetTimes
-	RightPathSymlink
-	RightPathRemoveDirectory
-	RightPathUnlinkFile
-	RightPollFdReadwrite
-	RightSockShutdown
-	RightSockAccept
+	rightFdDatasync uint64 = 1 << iota
+	rightFdRead
+	rightFdSeek
+	rightFdFdstatSetFlags
+	rightFdSync
+	rightFdTell
+	rightFdWrite
+	rightFdAdvise
+	rightFdAllocate
+	rightPathCreateDirectory
+	rightPathCreateFile
+	rightPathLinkSource
+	rightPathLinkTarget
+	rightPathOpen
+	rightFdReaddir
+	rightPathReadlink
+	rightPathRenameSource
+	rightPathRenameTarget
+	rightPathFilestatGet
+	rightPathFilestatSetSize
+	rightPathFilestatSetTimes
+	rightFdFilestatGet
+	rightFdFilestatSetSize
+	rightFdFilestatSetTimes
+	rightPathSymlink
+	rightPathRemoveDirectory
+	rightPathUnlinkFile
+	rightPollFdReadwrite
+	rightSockShutdown
+	rightSockAccept
 )
 
 // Rights a descriptor of each kind can carry.
 const (
-	fileRights = RightFdDatasync | RightFdRead | RightFdSeek | RightFdFdstatSetFlags | RightFdSync |
-		RightFdTell | RightFdWrite | RightFdAdvise | RightFdAllocate | RightFdFilestatGet |
-		RightFdFilestatSetSize | RightFdFilestatSetTimes | RightPollFdReadwrite
+	fileRights = rightFdDatasync | rightFdRead | rightFdSeek | rightFdFdstatSetFlags | rightFdSync |
+		rightFdTell | rightFdWrite | rightFdAdvise | rightFdAllocate | rightFdFilestatGet |
+		rightFdFilestatSetSize | rightFdFilestatSetTimes | rightPollFdReadwrite
 	// A directory has no position: no fd_seek right (fd_tell stays, and
 	// answers EISDIR like fd_seek).
-	dirRights = RightFdFdstatSetFlags | RightFdSync | RightFdAdvise | RightFdTell |
-		RightPathCreateDirectory | RightPathCreateFile | RightPathLinkSource | RightPathLinkTarget |
-		RightPathOpen | RightFdReaddir | RightPathReadlink | RightPathRenameSource |
-		RightPathRenameTarget | RightPathFilestatGet | RightPathFilestatSetSize |
-		RightPathFilestatSetTimes | RightFdFilestatGet | RightFdFilestatSetTimes | RightPathSymlink |
-		RightPathRemoveDirectory | RightPathUnlinkFile
-	stdinRights  = RightFdRead | RightFdFdstatSetFlags | RightFdFilestatGet | RightPollFdReadwrite
-	stdoutRights = RightFdWrite | RightFdFdstatSetFlags | RightFdFilestatGet | RightPollFdReadwrite
+	dirRights = rightFdFdstatSetFlags | rightFdSync | rightFdAdvise | rightFdTell |
+		rightPathCreateDirectory | rightPathCreateFile | rightPathLinkSource | rightPathLinkTarget |
+		rightPathOpen | rightFdReaddir | rightPathReadlink | rightPathRenameSource |
+		rightPathRenameTarget | rightPathFilestatGet | rightPathFilestatSetSize |
+		rightPathFilestatSetTimes | rightFdFilestatGet | rightFdFilestatSetTimes | rightPathSymlink |
+		rightPathRemoveDirectory | rightPathUnlinkFile
+	stdinRights  = rightFdRead | rightFdFdstatSetFlags | rightFdFilestatGet | rightPollFdReadwrite
+	stdoutRights = rightFdWrite | rightFdFdstatSetFlags | rightFdFilestatGet | rightPollFdReadwrite
 )
 
 // File types (witx `filetype`).

@@ -13,7 +13,7 @@ func BenchmarkFdWriteStdout(b *testing.B) {
 	m.putU32(4, 1024)
 	b.SetBytes(1024)
 	for b.Loop() {
-		if errno, _ := h.call(h.ctx, fdWrite, 1, 0, 1, 16); errno != ErrnoSuccess {
+		if errno, _ := h.call(h.ctx, fdWrite, 1, 0, 1, 16); errno != errnoSuccess {
 			b.Fatal(errno)
 		}
 	}
@@ -26,7 +26,7 @@ func BenchmarkPathOpenClose(b *testing.B) {
 	m := memOf(h.mod)
 	m.m.Write(100, []byte("file"))
 	for b.Loop() {
-		if errno, _ := h.call(h.ctx, pathOpen, 3, 1, 100, 4, 0, RightFdRead, 0, 0, 300); errno != ErrnoSuccess {
+		if errno, _ := h.call(h.ctx, pathOpen, 3, 1, 100, 4, 0, rightFdRead, 0, 0, 300); errno != errnoSuccess {
 			b.Fatal(errno)
 		}
 		fd, _ := m.u32(300)
@@ -40,7 +40,7 @@ func BenchmarkFileWrite4K(b *testing.B) {
 	h := newHostBench(b)
 	m := memOf(h.mod)
 	m.m.Write(100, []byte("out"))
-	if errno, _ := h.call(h.ctx, pathOpen, 3, 1, 100, 3, uint64(oflagCreat|oflagTrunc), RightFdWrite, 0, 0, 300); errno != ErrnoSuccess {
+	if errno, _ := h.call(h.ctx, pathOpen, 3, 1, 100, 3, uint64(oflagCreat|oflagTrunc), rightFdWrite, 0, 0, 300); errno != errnoSuccess {
 		b.Fatal(errno)
 	}
 	fd, _ := m.u32(300)
@@ -49,7 +49,7 @@ func BenchmarkFileWrite4K(b *testing.B) {
 	h.in.cfg.Budget = nil
 	b.SetBytes(4096)
 	for b.Loop() {
-		if errno, _ := h.call(h.ctx, fdWrite, uint64(fd), 0, 1, 16); errno != ErrnoSuccess {
+		if errno, _ := h.call(h.ctx, fdWrite, uint64(fd), 0, 1, 16); errno != errnoSuccess {
 			b.Fatal(errno)
 		}
 	}

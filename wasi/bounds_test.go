@@ -72,7 +72,7 @@ const mib = 1 << 20
 // TestOverlappingStdioIovecsAreStreamedAndCapped is the attack of 4,095
 // overlapping 1 MiB iovecs to stdout (4 GiB copied by the host before):
 // the count is refused past 1024, and 1024 of them (1 GiB named, 1 MiB of
-// guest memory) move only DefaultMaxStdioWrite bytes, straight from guest
+// guest memory) move only defaultMaxStdioWrite bytes, straight from guest
 // memory.
 func TestOverlappingStdioIovecsAreStreamedAndCapped(t *testing.T) {
 	const arr = mib + 4096 // the iovec array, after the 1 MiB buffer at 0
@@ -84,17 +84,17 @@ func TestOverlappingStdioIovecsAreStreamedAndCapped(t *testing.T) {
 			growTo(t, h, arr+4095*8+64)
 			m := memOf(h.mod)
 			putIovecs(m, arr, 4095, 0, mib)
-			if errno, exited := h.call(h.ctx, fdWrite, fd, arr, 4095, 16); errno != ErrnoInval || exited {
+			if errno, exited := h.call(h.ctx, fdWrite, fd, arr, 4095, 16); errno != errnoInval || exited {
 				t.Fatalf("4,095 iovecs: errno %d (exited %v), want EINVAL", errno, exited)
 			}
 			if w.bytes != 0 {
 				t.Fatalf("a refused fd_write wrote %d bytes", w.bytes)
 			}
-			var errno Errno
+			var errno errnum
 			alloc := allocated(func() { errno, _ = h.call(h.ctx, fdWrite, fd, arr, maxIovecs, 16) })
 			n, _ := m.u32(16)
-			if errno != ErrnoSuccess || n != DefaultMaxStdioWrite || w.bytes != DefaultMaxStdioWrite {
-				t.Fatalf("errno %d, nwritten %d, writer got %d; want a short write of %d", errno, n, w.bytes, DefaultMaxStdioWrite)
+			if errno != errnoSuccess || n != defaultMaxStdioWrite || w.bytes != defaultMaxStdioWrite {
+				t.Fatalf("errno %d, nwritten %d, writer got %d; want a short write of %d", errno, n, w.bytes, defaultMaxStdioWrite)
 			}
 			if w.largest > ioChunk {
 				t.Errorf("one Write of %d bytes, more than a chunk", w.largest)
@@ -114,7 +114,7 @@ func TestMaxStdioWriteIsConfigurable(t *testing.T) {
 	h.in.cfg.Stdout, h.in.cfg.MaxStdioWrite = w, 10
 	m := memOf(h.mod)
 	putIovecs(m, 1000, 3, 0, 4)
-	if errno, _ := h.call(h.ctx, fdWrite, 1, 1000, 3, 16); errno != ErrnoSuccess {
+	if errno, _ := h.call(h.ctx, fdWrite, 1, 1000, 3, 16); errno != errnoSuccess {
 		t.Fatal(errno)
 	}
 	if n, _ := m.u32(16); n != 10 || w.bytes != 10 {
@@ -129,7 +129,7 @@ func TestIovecCountIsCapped(t *testing.T) {
 	growTo(t, h, 4*65536)
 	m := memOf(h.mod)
 	putIovecs(m, 65536, maxIovecs+1, 100, 1)
-	file := openFile(t, h, "file", RightFdRead|RightFdWrite|RightFdSeek)
+	file := openFile(t, h, "file", rightFdRead|rightFdWrite|rightFdSeek)
 	host := filepath.Join(h.in.cfg.Mounts.Mounts()[0].Host, "file")
 	tests := []struct {
 		name string
@@ -146,7 +146,7 @@ func TestIovecCountIsCapped(t *testing.T) {
 	h.in.cfg.Stdin.Write([]byte("x"))
 	for _, tt := range tests {
 		for _, c := range []uint64{maxIovecs + 1, 1 << 22, 30_000_000} {
-			if errno, exited := h.call(h.ctx, tt.fn, tt.args(c)...); errno != ErrnoInval || exited {
+			if errno, exited := h.call(h.ctx, tt.fn, tt.args(c)...); errno != errnoInval || exited {
 				t.Errorf("%s with %d iovecs: errno %d (exited %v), want EINVAL", tt.name, c, errno, exited)
 			}
 		}
@@ -155,7 +155,7 @@ func TestIovecCountIsCapped(t *testing.T) {
 		}
 	}
 	for _, tt := range tests {
-		if errno, _ := h.call(h.ctx, tt.fn, tt.args(maxIovecs)...); errno != ErrnoSuccess {
+		if errno, _ := h.call(h.ctx, tt.fn, tt.args(maxIovecs)...); errno != errnoSuccess {
 			t.Errorf("%s with 1024 iovecs: errno %d", tt.name, errno)
 		}
 	}
@@ -177,13 +177,13 @@ func TestPollSubscriptionCountIsCapped(t *testing.T) {
 		le16(b[40:], subclockAbstime)
 	}
 	for _, n := range []uint64{maxSubscriptions + 1, 5_600_000, 1<<32 - 1} {
-		if errno, exited := h.call(h.ctx, pollOneoff, in, out, n, nev); errno != ErrnoInval || exited {
+		if errno, exited := h.call(h.ctx, pollOneoff, in, out, n, nev); errno != errnoInval || exited {
 			t.Errorf("%d subscriptions: errno %d (exited %v), want EINVAL", n, errno, exited)
 		}
 	}
-	var errno Errno
+	var errno errnum
 	alloc := allocated(func() { errno, _ = h.call(h.ctx, pollOneoff, in, out, maxSubscriptions, nev) })
-	if got, _ := m.u32(nev); errno != ErrnoSuccess || got != maxSubscriptions {
+	if got, _ := m.u32(nev); errno != errnoSuccess || got != maxSubscriptions {
 		t.Fatalf("4096 subscriptions: errno %d, %d events", errno, got)
 	}
 	// 4096 subscriptions and events are about 300 KiB; 2 MiB is generous.
@@ -244,7 +244,7 @@ func TestLongHostCallsHonourTheContext(t *testing.T) {
 		check func(t *testing.T, h *hostBench, stderr int)
 	}{
 		{"file write", func(h *hostBench) (hostFunc, []uint64) {
-			f := openFile(t, h, "file", RightFdWrite)
+			f := openFile(t, h, "file", rightFdWrite)
 			putIovecs(memOf(h.mod), size, 1, 0, size)
 			return fdWrite, []uint64{f, size, 1, 16}
 		}, func(t *testing.T, h *hostBench, _ int) {
@@ -256,7 +256,7 @@ func TestLongHostCallsHonourTheContext(t *testing.T) {
 			}
 		}},
 		{"file pwrite", func(h *hostBench) (hostFunc, []uint64) {
-			f := openFile(t, h, "file", RightFdWrite)
+			f := openFile(t, h, "file", rightFdWrite)
 			putIovecs(memOf(h.mod), size, 1, 0, size)
 			return fdPwrite, []uint64{f, size, 1, 0, 16}
 		}, func(t *testing.T, h *hostBench, _ int) {
@@ -270,7 +270,7 @@ func TestLongHostCallsHonourTheContext(t *testing.T) {
 				ones[i] = 0xff
 			}
 			os.WriteFile(filepath.Join(h.in.cfg.Mounts.Mounts()[0].Host, "file"), ones, 0o644)
-			f := openFile(t, h, "file", RightFdRead)
+			f := openFile(t, h, "file", rightFdRead)
 			putIovecs(memOf(h.mod), size, 1, 0, size)
 			return fdRead, []uint64{f, size, 1, 16}
 		}, func(t *testing.T, h *hostBench, _ int) {
@@ -302,7 +302,7 @@ func TestLongHostCallsHonourTheContext(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHostBench(t)
-			h.in.cfg.Budget = limits.NewWriteBudget(2 * size)
+			h.in.cfg.Budget = limits.NewCallBudget(limits.Limits{WriteBudget: 2 * size})
 			w := &countingWriter{}
 			h.in.cfg.Stderr = w
 			growTo(t, h, size+4096)
@@ -348,7 +348,7 @@ func TestReaddirHoldsNoListing(t *testing.T) {
 	runtime.ReadMemStats(&before)
 	func() {
 		for _, fd := range fds {
-			if errno, _ := h.call(h.ctx, fdReaddir, fd, 1000, 4096, 0, 996); errno != ErrnoSuccess {
+			if errno, _ := h.call(h.ctx, fdReaddir, fd, 1000, 4096, 0, 996); errno != errnoSuccess {
 				t.Fatal(errno)
 			}
 			if used, _ := m.u32(996); used != 4096 {
@@ -375,7 +375,7 @@ func TestReaddirHoldsNoListing(t *testing.T) {
 	seen := map[string]bool{}
 	cookie := uint64(0)
 	for {
-		if errno, _ := h.call(h.ctx, fdReaddir, fds[7], 1000, 4096, cookie, 996); errno != ErrnoSuccess {
+		if errno, _ := h.call(h.ctx, fdReaddir, fds[7], 1000, 4096, cookie, 996); errno != errnoSuccess {
 			t.Fatal(errno)
 		}
 		used, _ := m.u32(996)
@@ -409,7 +409,7 @@ func TestReaddirHoldsNoListing(t *testing.T) {
 		t.Error("a directory being listed holds no host descriptor")
 	}
 	// Read again from the start, the listing is whole again.
-	if errno, _ := h.call(h.ctx, fdReaddir, fds[7], 1000, 4096, 0, 996); errno != ErrnoSuccess {
+	if errno, _ := h.call(h.ctx, fdReaddir, fds[7], 1000, 4096, 0, 996); errno != errnoSuccess {
 		t.Fatal(errno)
 	}
 	if used, _ := m.u32(996); used != 4096 {
@@ -465,15 +465,15 @@ func TestFloodingGuestEndsAtItsDeadline(t *testing.T) {
 	if alloc > 64*mib {
 		t.Errorf("the flood allocated %d bytes on the host", alloc)
 	}
-	t.Logf("%d fd_writes moved %d bytes; the host allocated %d bytes", w.bytes/DefaultMaxStdioWrite, w.bytes, alloc)
+	t.Logf("%d fd_writes moved %d bytes; the host allocated %d bytes", w.bytes/defaultMaxStdioWrite, w.bytes, alloc)
 }
 
 // TestDefaultMaxStdioWriteIsTheDefaultLine keeps the documented link: a
 // guest writing one whole line of the longest size accepted never sees a
 // short write.
 func TestDefaultMaxStdioWriteIsTheDefaultLine(t *testing.T) {
-	if got, want := int64(DefaultMaxStdioWrite), limits.Default().StdoutLine; got != want {
-		t.Fatalf("DefaultMaxStdioWrite %d, the default stdout line limit %d", got, want)
+	if got, want := int64(defaultMaxStdioWrite), limits.Default().StdoutLine; got != want {
+		t.Fatalf("defaultMaxStdioWrite %d, the default stdout line limit %d", got, want)
 	}
 }
 
@@ -486,7 +486,7 @@ func TestGuestSizedCountsCostTheHostNothing(t *testing.T) {
 	}
 	h := newHostBench(t)
 	growTo(t, h, 270_000_000)
-	file := openFile(t, h, "file", RightFdRead|RightFdWrite)
+	file := openFile(t, h, "file", rightFdRead|rightFdWrite)
 	tests := []struct {
 		name string
 		fn   hostFunc
@@ -497,9 +497,9 @@ func TestGuestSizedCountsCostTheHostNothing(t *testing.T) {
 		{"poll_oneoff of 5.6M subscriptions", pollOneoff, []uint64{0, 0, 5_600_000, 16}},
 	}
 	for _, tt := range tests {
-		var errno Errno
+		var errno errnum
 		alloc := allocated(func() { errno, _ = h.call(h.ctx, tt.fn, tt.args...) })
-		if errno != ErrnoInval {
+		if errno != errnoInval {
 			t.Errorf("%s: errno %d, want EINVAL", tt.name, errno)
 		}
 		if alloc > 64<<10 {

@@ -13,7 +13,7 @@ func openDir(t *testing.T, h *hostBench, name string) uint64 {
 	m := memOf(h.mod)
 	m.m.Write(500, []byte(name))
 	errno, _ := h.call(h.ctx, pathOpen, 3, 1, 500, uint64(len(name)), uint64(oflagDirectory), dirRights, dirRights|fileRights, 0, 600)
-	if errno != ErrnoSuccess {
+	if errno != errnoSuccess {
 		t.Fatalf("open %s: %d", name, errno)
 	}
 	fd, _ := m.u32(600)
@@ -37,15 +37,15 @@ func TestTwoDirectoryDescriptorsOfOneMount(t *testing.T) {
 		oldPath        string
 		newFd          uint64
 		newPath        string
-		want           Errno
+		want           errnum
 		wantHostResult string // a path that must exist afterwards
 	}{
-		{"sub to root", sub, "x", 3, "y", ErrnoSuccess, "y"},
-		{"root to sub", 3, "y", sub, "z", ErrnoSuccess, "sub/z"},
-		{"old path leaves its directory", sub, "../file", 3, "stolen", ErrnoNotcapable, "file"},
-		{"new path leaves its directory", 3, "file", sub, "../../up", ErrnoNotcapable, "file"},
-		{"not a directory", 1, "x", 3, "y", ErrnoNotdir, "sub/z"},
-		{"closed descriptor", 99, "x", 3, "y", ErrnoBadf, "sub/z"},
+		{"sub to root", sub, "x", 3, "y", errnoSuccess, "y"},
+		{"root to sub", 3, "y", sub, "z", errnoSuccess, "sub/z"},
+		{"old path leaves its directory", sub, "../file", 3, "stolen", errnoNotcapable, "file"},
+		{"new path leaves its directory", 3, "file", sub, "../../up", errnoNotcapable, "file"},
+		{"not a directory", 1, "x", 3, "y", errnoNotdir, "sub/z"},
+		{"closed descriptor", 99, "x", 3, "y", errnoBadf, "sub/z"},
 	}
 	for _, tt := range tests {
 		op, ol := put(700, tt.oldPath)
@@ -61,7 +61,7 @@ func TestTwoDirectoryDescriptorsOfOneMount(t *testing.T) {
 	// A directory descriptor confines its own paths: ".." from sub is refused
 	// even though it would stay in the mount, as in wasmtime.
 	op, ol := put(700, "../file")
-	if errno, _ := h.call(h.ctx, pathFilestatGet, sub, 1, op, ol, 900); errno != ErrnoNotcapable {
+	if errno, _ := h.call(h.ctx, pathFilestatGet, sub, 1, op, ol, 900); errno != errnoNotcapable {
 		t.Errorf("stat ../file beneath sub: %d", errno)
 	}
 }
@@ -81,7 +81,7 @@ func TestReaddirCookiesAndShortBuffers(t *testing.T) {
 	cookie := uint64(0)
 	for range 10 {
 		errno, _ := h.call(h.ctx, fdReaddir, d, 1000, 30, cookie, 996)
-		if errno != ErrnoSuccess {
+		if errno != errnoSuccess {
 			t.Fatal(errno)
 		}
 		used, _ := m.u32(996)
@@ -114,7 +114,7 @@ func TestReaddirCookiesAndShortBuffers(t *testing.T) {
 	}
 	// A buffer that cannot hold the whole next entry is filled completely,
 	// which tells the guest to retry with a larger one.
-	if errno, _ := h.call(h.ctx, fdReaddir, d, 1000, 30, 0, 996); errno != ErrnoSuccess {
+	if errno, _ := h.call(h.ctx, fdReaddir, d, 1000, 30, 0, 996); errno != errnoSuccess {
 		t.Fatal(errno)
 	}
 	if used, _ := m.u32(996); used != 30 {

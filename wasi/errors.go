@@ -10,73 +10,73 @@ import (
 
 // hostErrnos maps host errors to WASI errno values. Host errno numbers
 // differ between systems; the syscall names do not.
-var hostErrnos = map[syscall.Errno]Errno{
-	syscall.E2BIG:        Errno2big,
-	syscall.EACCES:       ErrnoAcces,
-	syscall.EAGAIN:       ErrnoAgain,
-	syscall.EBADF:        ErrnoBadf,
-	syscall.EBUSY:        ErrnoBusy,
-	syscall.EDQUOT:       ErrnoDquot,
-	syscall.EEXIST:       ErrnoExist,
-	syscall.EFAULT:       ErrnoFault,
-	syscall.EFBIG:        ErrnoFbig,
-	syscall.EINTR:        ErrnoIntr,
-	syscall.EINVAL:       ErrnoInval,
-	syscall.EIO:          ErrnoIo,
-	syscall.EISDIR:       ErrnoIsdir,
-	syscall.ELOOP:        ErrnoLoop,
-	syscall.EMFILE:       ErrnoMfile,
-	syscall.EMLINK:       ErrnoMlink,
-	syscall.ENAMETOOLONG: ErrnoNametoolong,
-	syscall.ENFILE:       ErrnoNfile,
-	syscall.ENOENT:       ErrnoNoent,
-	syscall.ENOMEM:       ErrnoNomem,
-	syscall.ENOSPC:       ErrnoNospc,
-	syscall.ENOSYS:       ErrnoNosys,
-	syscall.ENOTDIR:      ErrnoNotdir,
-	syscall.ENOTEMPTY:    ErrnoNotempty,
-	syscall.ENOTSUP:      ErrnoNotsup,
-	syscall.ENXIO:        ErrnoNxio,
-	syscall.EOVERFLOW:    ErrnoOverflow,
-	syscall.EPERM:        ErrnoPerm,
-	syscall.EPIPE:        ErrnoPipe,
-	syscall.ERANGE:       ErrnoRange,
-	syscall.EROFS:        ErrnoRofs,
-	syscall.ESPIPE:       ErrnoSpipe,
-	syscall.ETXTBSY:      ErrnoTxtbsy,
-	syscall.EXDEV:        ErrnoXdev,
+var hostErrnos = map[syscall.Errno]errnum{
+	syscall.E2BIG:        errno2big,
+	syscall.EACCES:       errnoAcces,
+	syscall.EAGAIN:       errnoAgain,
+	syscall.EBADF:        errnoBadf,
+	syscall.EBUSY:        errnoBusy,
+	syscall.EDQUOT:       errnoDquot,
+	syscall.EEXIST:       errnoExist,
+	syscall.EFAULT:       errnoFault,
+	syscall.EFBIG:        errnoFbig,
+	syscall.EINTR:        errnoIntr,
+	syscall.EINVAL:       errnoInval,
+	syscall.EIO:          errnoIo,
+	syscall.EISDIR:       errnoIsdir,
+	syscall.ELOOP:        errnoLoop,
+	syscall.EMFILE:       errnoMfile,
+	syscall.EMLINK:       errnoMlink,
+	syscall.ENAMETOOLONG: errnoNametoolong,
+	syscall.ENFILE:       errnoNfile,
+	syscall.ENOENT:       errnoNoent,
+	syscall.ENOMEM:       errnoNomem,
+	syscall.ENOSPC:       errnoNospc,
+	syscall.ENOSYS:       errnoNosys,
+	syscall.ENOTDIR:      errnoNotdir,
+	syscall.ENOTEMPTY:    errnoNotempty,
+	syscall.ENOTSUP:      errnoNotsup,
+	syscall.ENXIO:        errnoNxio,
+	syscall.EOVERFLOW:    errnoOverflow,
+	syscall.EPERM:        errnoPerm,
+	syscall.EPIPE:        errnoPipe,
+	syscall.ERANGE:       errnoRange,
+	syscall.EROFS:        errnoRofs,
+	syscall.ESPIPE:       errnoSpipe,
+	syscall.ETXTBSY:      errnoTxtbsy,
+	syscall.EXDEV:        errnoXdev,
 }
 
 // errnoOf turns a host error into the errno the guest sees.
-func errnoOf(err error) Errno {
+func errnoOf(err error) errnum {
 	if err == nil {
-		return ErrnoSuccess
+		return errnoSuccess
 	}
 	var en syscall.Errno
 	if errors.As(err, &en) {
 		if en == syscall.EOPNOTSUPP {
-			return ErrnoNotsup
+			return errnoNotsup
 		}
 		if e, ok := hostErrnos[en]; ok {
 			return e
 		}
-		return ErrnoIo
+		return errnoIo
 	}
 	switch {
 	case isEscape(err):
-		return ErrnoNotcapable
+		return errnoNotcapable
 	case errors.Is(err, os.ErrClosed):
-		return ErrnoBadf
+		return errnoBadf
 	case errors.Is(err, fs.ErrNotExist):
-		return ErrnoNoent
+		return errnoNoent
 	case errors.Is(err, fs.ErrExist):
-		return ErrnoExist
+		return errnoExist
 	case errors.Is(err, fs.ErrPermission):
-		return ErrnoPerm
+		return errnoPerm
 	case errors.Is(err, fs.ErrInvalid):
-		return ErrnoInval
+		return errnoInval
 	}
-	return ErrnoIo
+	return errnoIo
 }
 
 // isEscape recognises os.Root's refusal of a path that leaves the root. The

@@ -20,7 +20,7 @@ func TestEscapeErrorText(t *testing.T) {
 	defer root.Close()
 	for _, p := range []string{"../x", "a/../../x", "abs/etc"} {
 		_, err := root.Open(p)
-		if got := errnoOf(err); got != ErrnoNotcapable {
+		if got := errnoOf(err); got != errnoNotcapable {
 			t.Errorf("Open(%q): %v -> errno %d, want ENOTCAPABLE", p, err, got)
 		}
 	}
@@ -29,16 +29,16 @@ func TestEscapeErrorText(t *testing.T) {
 func TestErrnoOfHostErrors(t *testing.T) {
 	tests := []struct {
 		err  error
-		want Errno
+		want errnum
 	}{
-		{nil, ErrnoSuccess},
-		{&os.PathError{Op: "open", Path: "x", Err: syscall.ENOENT}, ErrnoNoent},
-		{&os.PathError{Op: "open", Path: "x", Err: syscall.EDQUOT}, ErrnoDquot},
-		{&os.PathError{Op: "open", Path: "x", Err: syscall.EROFS}, ErrnoRofs},
-		{&os.PathError{Op: "open", Path: "x", Err: syscall.EOPNOTSUPP}, ErrnoNotsup},
-		{&os.LinkError{Op: "rename", Old: "a", New: "b", Err: syscall.EXDEV}, ErrnoXdev},
-		{syscall.Errno(0x7fff), ErrnoIo},
-		{os.ErrClosed, ErrnoBadf},
+		{nil, errnoSuccess},
+		{&os.PathError{Op: "open", Path: "x", Err: syscall.ENOENT}, errnoNoent},
+		{&os.PathError{Op: "open", Path: "x", Err: syscall.EDQUOT}, errnoDquot},
+		{&os.PathError{Op: "open", Path: "x", Err: syscall.EROFS}, errnoRofs},
+		{&os.PathError{Op: "open", Path: "x", Err: syscall.EOPNOTSUPP}, errnoNotsup},
+		{&os.LinkError{Op: "rename", Old: "a", New: "b", Err: syscall.EXDEV}, errnoXdev},
+		{syscall.Errno(0x7fff), errnoIo},
+		{os.ErrClosed, errnoBadf},
 	}
 	for _, tt := range tests {
 		if got := errnoOf(tt.err); got != tt.want {

@@ -48,87 +48,87 @@ func (e *fdEntry) isStdio() bool { return e.kind <= kindStderr }
 // mountRoot is the root of the mount e belongs to.
 func (in *Instance) mountRoot(e *fdEntry) *os.Root { return in.cfg.Mounts.Root(e.mount) }
 
-func fdAdvise(_ context.Context, in *Instance, _ api.Module, p []uint64) Errno {
+func fdAdvise(_ context.Context, in *Instance, _ api.Module, p []uint64) errnum {
 	e, errno := in.get(uint32(p[0]))
-	if errno != ErrnoSuccess {
+	if errno != errnoSuccess {
 		return errno
 	}
 	if uint32(p[3]) > 5 {
-		return ErrnoInval
+		return errnoInval
 	}
 	switch {
 	case e.isStdio():
-		return ErrnoSpipe
+		return errnoSpipe
 	case e.kind == kindDir:
-		return ErrnoBadf
-	case e.base&RightFdAdvise == 0:
-		return ErrnoNotcapable
+		return errnoBadf
+	case e.base&rightFdAdvise == 0:
+		return errnoNotcapable
 	}
-	return ErrnoSuccess // advice is only a hint
+	return errnoSuccess // advice is only a hint
 }
 
 // fdAllocate is ENOTSUP on files by ABI 1: preallocation would grow files
 // outside the write budget's accounting of bytes written. A descriptor that
 // is no file at all fails first, as fallocate(2) does: EBADF for a
 // directory, ESPIPE for stdio.
-func fdAllocate(_ context.Context, in *Instance, _ api.Module, p []uint64) Errno {
+func fdAllocate(_ context.Context, in *Instance, _ api.Module, p []uint64) errnum {
 	e, errno := in.get(uint32(p[0]))
 	switch {
-	case errno != ErrnoSuccess:
+	case errno != errnoSuccess:
 		return errno
 	case e.kind == kindDir:
-		return ErrnoBadf
+		return errnoBadf
 	case e.isStdio():
-		return ErrnoSpipe
-	case e.base&RightFdAllocate == 0:
-		return ErrnoNotcapable
+		return errnoSpipe
+	case e.base&rightFdAllocate == 0:
+		return errnoNotcapable
 	}
-	return ErrnoNotsup
+	return errnoNotsup
 }
 
-func fdClose(_ context.Context, in *Instance, _ api.Module, p []uint64) Errno {
+func fdClose(_ context.Context, in *Instance, _ api.Module, p []uint64) errnum {
 	in.mu.Lock()
 	e := in.fds[uint32(p[0])]
 	delete(in.fds, uint32(p[0]))
 	in.mu.Unlock()
 	if e == nil {
-		return ErrnoBadf
+		return errnoBadf
 	}
 	return errnoOf(e.close())
 }
 
-func syncFd(in *Instance, fd uint32, right uint64) Errno {
+func syncFd(in *Instance, fd uint32, right uint64) errnum {
 	e, errno := in.get(fd)
-	if errno != ErrnoSuccess {
+	if errno != errnoSuccess {
 		return errno
 	}
 	switch {
 	case e.isStdio():
-		return ErrnoInval
+		return errnoInval
 	case e.base&right == 0:
-		return ErrnoNotcapable
+		return errnoNotcapable
 	case e.kind == kindDir:
-		return ErrnoSuccess
+		return errnoSuccess
 	}
 	return errnoOf(e.file.Sync())
 }
 
-func fdDatasync(_ context.Context, in *Instance, _ api.Module, p []uint64) Errno {
-	return syncFd(in, uint32(p[0]), RightFdDatasync)
+func fdDatasync(_ context.Context, in *Instance, _ api.Module, p []uint64) errnum {
+	return syncFd(in, uint32(p[0]), rightFdDatasync)
 }
 
-func fdSync(_ context.Context, in *Instance, _ api.Module, p []uint64) Errno {
-	return syncFd(in, uint32(p[0]), RightFdSync)
+func fdSync(_ context.Context, in *Instance, _ api.Module, p []uint64) errnum {
+	return syncFd(in, uint32(p[0]), rightFdSync)
 }
 
-func fdFdstatGet(_ context.Context, in *Instance, mod api.Module, p []uint64) Errno {
+func fdFdstatGet(_ context.Context, in *Instance, mod api.Module, p []uint64) errnum {
 	e, errno := in.get(uint32(p[0]))
-	if errno != ErrnoSuccess {
+	if errno != errnoSuccess {
 		return errno
 	}
 	b, ok := memOf(mod).slice(uint32(p[1]), sizeFdstat)
 	if !ok {
-		return ErrnoFault
+		return errnoFault
 	}
 	var st [sizeFdstat]byte
 	switch e.kind {
@@ -146,44 +146,44 @@ func fdFdstatGet(_ context.Context, in *Instance, mod api.Module, p []uint64) Er
 	le64(st[8:], e.base)
 	le64(st[16:], e.inherit)
 	copy(b, st[:])
-	return ErrnoSuccess
+	return errnoSuccess
 }
 
-func fdFdstatSetFlags(_ context.Context, in *Instance, _ api.Module, p []uint64) Errno {
+func fdFdstatSetFlags(_ context.Context, in *Instance, _ api.Module, p []uint64) errnum {
 	e, errno := in.get(uint32(p[0]))
-	if errno != ErrnoSuccess {
+	if errno != errnoSuccess {
 		return errno
 	}
 	flags := uint32(p[1])
 	if flags&^uint32(fdflagsAll) != 0 {
-		return ErrnoInval
+		return errnoInval
 	}
-	if e.base&RightFdFdstatSetFlags == 0 {
-		return ErrnoNotcapable
+	if e.base&rightFdFdstatSetFlags == 0 {
+		return errnoNotcapable
 	}
 	in.mu.Lock()
 	e.flags = uint16(flags)
 	in.mu.Unlock()
-	return ErrnoSuccess
+	return errnoSuccess
 }
 
 // fdFdstatSetRights can only drop rights.
-func fdFdstatSetRights(_ context.Context, in *Instance, _ api.Module, p []uint64) Errno {
+func fdFdstatSetRights(_ context.Context, in *Instance, _ api.Module, p []uint64) errnum {
 	e, errno := in.get(uint32(p[0]))
-	if errno != ErrnoSuccess {
+	if errno != errnoSuccess {
 		return errno
 	}
 	base, inherit := p[1], p[2]
 	if base&^e.base != 0 || inherit&^e.inherit != 0 {
-		return ErrnoNotcapable
+		return errnoNotcapable
 	}
 	in.mu.Lock()
 	e.base, e.inherit = base, inherit
 	in.mu.Unlock()
-	return ErrnoSuccess
+	return errnoSuccess
 }
 
-func (in *Instance) statFd(e *fdEntry) ([sizeFilestat]byte, Errno) {
+func (in *Instance) statFd(e *fdEntry) ([sizeFilestat]byte, errnum) {
 	var info fs.FileInfo
 	var err error
 	switch e.kind {
@@ -195,50 +195,50 @@ func (in *Instance) statFd(e *fdEntry) ([sizeFilestat]byte, Errno) {
 		var st [sizeFilestat]byte
 		st[16] = filetypeCharacterDevice
 		le64(st[24:], 1)
-		return st, ErrnoSuccess
+		return st, errnoSuccess
 	}
 	if err != nil {
 		return [sizeFilestat]byte{}, errnoOf(err)
 	}
-	return filestat(info), ErrnoSuccess
+	return filestat(info), errnoSuccess
 }
 
-func fdFilestatGet(_ context.Context, in *Instance, mod api.Module, p []uint64) Errno {
+func fdFilestatGet(_ context.Context, in *Instance, mod api.Module, p []uint64) errnum {
 	e, errno := in.get(uint32(p[0]))
-	if errno != ErrnoSuccess {
+	if errno != errnoSuccess {
 		return errno
 	}
 	b, ok := memOf(mod).slice(uint32(p[1]), sizeFilestat)
 	if !ok {
-		return ErrnoFault
+		return errnoFault
 	}
-	if e.base&RightFdFilestatGet == 0 {
-		return ErrnoNotcapable
+	if e.base&rightFdFilestatGet == 0 {
+		return errnoNotcapable
 	}
 	st, errno := in.statFd(e)
-	if errno == ErrnoSuccess {
+	if errno == errnoSuccess {
 		copy(b, st[:])
 	}
 	return errno
 }
 
 // fdFilestatSetSize charges growth past the current end to the budget.
-func fdFilestatSetSize(_ context.Context, in *Instance, _ api.Module, p []uint64) Errno {
+func fdFilestatSetSize(_ context.Context, in *Instance, _ api.Module, p []uint64) errnum {
 	e, errno := in.get(uint32(p[0]))
-	if errno != ErrnoSuccess {
+	if errno != errnoSuccess {
 		return errno
 	}
 	switch {
 	case e.isStdio():
-		return ErrnoInval
+		return errnoInval
 	case e.kind == kindDir:
-		return ErrnoIsdir
+		return errnoIsdir
 	case e.readOnly:
-		return ErrnoRofs
-	case e.base&RightFdFilestatSetSize == 0:
-		return ErrnoNotcapable
+		return errnoRofs
+	case e.base&rightFdFilestatSetSize == 0:
+		return errnoNotcapable
 	case p[1] > math.MaxInt64:
-		return ErrnoFbig
+		return errnoFbig
 	}
 	size := int64(p[1])
 	info, err := e.file.Stat()
@@ -247,7 +247,7 @@ func fdFilestatSetSize(_ context.Context, in *Instance, _ api.Module, p []uint64
 	}
 	growth := size - info.Size()
 	if growth > 0 && in.cfg.Budget != nil && !in.cfg.Budget.Reserve(growth) {
-		return ErrnoDquot
+		return errnoDquot
 	}
 	if err := e.file.Truncate(size); err != nil {
 		if growth > 0 && in.cfg.Budget != nil {
@@ -255,14 +255,14 @@ func fdFilestatSetSize(_ context.Context, in *Instance, _ api.Module, p []uint64
 		}
 		return errnoOf(err)
 	}
-	return ErrnoSuccess
+	return errnoSuccess
 }
 
 // times converts set_times arguments; zero times are left unchanged.
-func times(atim, mtim uint64, fst uint16) (time.Time, time.Time, Errno) {
+func times(atim, mtim uint64, fst uint16) (time.Time, time.Time, errnum) {
 	if fst&^(fstAtim|fstAtimNow|fstMtim|fstMtimNow) != 0 ||
 		fst&(fstAtim|fstAtimNow) == fstAtim|fstAtimNow || fst&(fstMtim|fstMtimNow) == fstMtim|fstMtimNow {
-		return time.Time{}, time.Time{}, ErrnoInval
+		return time.Time{}, time.Time{}, errnoInval
 	}
 	var a, m time.Time
 	now := time.Now()
@@ -280,147 +280,147 @@ func times(atim, mtim uint64, fst uint16) (time.Time, time.Time, Errno) {
 	}
 	// time.Unix(0, 0) is not the zero Time, so the epoch can still be set;
 	// Chtimes leaves a zero Time unchanged.
-	return a, m, ErrnoSuccess
+	return a, m, errnoSuccess
 }
 
-func fdFilestatSetTimes(_ context.Context, in *Instance, _ api.Module, p []uint64) Errno {
+func fdFilestatSetTimes(_ context.Context, in *Instance, _ api.Module, p []uint64) errnum {
 	e, errno := in.get(uint32(p[0]))
-	if errno != ErrnoSuccess {
+	if errno != errnoSuccess {
 		return errno
 	}
 	a, m, errno := times(p[1], p[2], uint16(p[3]))
 	switch {
-	case errno != ErrnoSuccess:
+	case errno != errnoSuccess:
 		return errno
 	case e.isStdio():
-		return ErrnoBadf
+		return errnoBadf
 	case e.readOnly:
-		return ErrnoRofs
-	case e.base&RightFdFilestatSetTimes == 0:
-		return ErrnoNotcapable
+		return errnoRofs
+	case e.base&rightFdFilestatSetTimes == 0:
+		return errnoNotcapable
 	case uint16(p[3]) == 0:
-		return ErrnoSuccess
+		return errnoSuccess
 	case e.kind == kindDir:
 		return errnoOf(e.root.Chtimes(".", a, m))
 	}
 	return errnoOf(in.mountRoot(e).Chtimes(e.rel, a, m))
 }
 
-func fdPrestatGet(_ context.Context, in *Instance, mod api.Module, p []uint64) Errno {
+func fdPrestatGet(_ context.Context, in *Instance, mod api.Module, p []uint64) errnum {
 	e, errno := in.get(uint32(p[0]))
-	if errno != ErrnoSuccess {
+	if errno != errnoSuccess {
 		return errno
 	}
 	if e.preopen == "" {
-		return ErrnoBadf
+		return errnoBadf
 	}
 	b, ok := memOf(mod).slice(uint32(p[1]), sizePrestat)
 	if !ok {
-		return ErrnoFault
+		return errnoFault
 	}
 	var st [sizePrestat]byte // tag 0: a directory
 	le32(st[4:], uint32(len(e.preopen)))
 	copy(b, st[:])
-	return ErrnoSuccess
+	return errnoSuccess
 }
 
-func fdPrestatDirName(_ context.Context, in *Instance, mod api.Module, p []uint64) Errno {
+func fdPrestatDirName(_ context.Context, in *Instance, mod api.Module, p []uint64) errnum {
 	e, errno := in.get(uint32(p[0]))
-	if errno != ErrnoSuccess {
+	if errno != errnoSuccess {
 		return errno
 	}
 	if e.preopen == "" {
-		return ErrnoBadf
+		return errnoBadf
 	}
 	if uint32(p[2]) < uint32(len(e.preopen)) {
-		return ErrnoNametoolong
+		return errnoNametoolong
 	}
 	b, ok := memOf(mod).slice(uint32(p[1]), uint32(len(e.preopen)))
 	if !ok {
-		return ErrnoFault
+		return errnoFault
 	}
 	copy(b, e.preopen)
-	return ErrnoSuccess
+	return errnoSuccess
 }
 
 // fdRenumber moves from onto to (closing what to held); both must be open.
-func fdRenumber(_ context.Context, in *Instance, _ api.Module, p []uint64) Errno {
+func fdRenumber(_ context.Context, in *Instance, _ api.Module, p []uint64) errnum {
 	from, to := uint32(p[0]), uint32(p[1])
 	in.mu.Lock()
 	ef, et := in.fds[from], in.fds[to]
 	if ef == nil || et == nil {
 		in.mu.Unlock()
-		return ErrnoBadf
+		return errnoBadf
 	}
 	if from == to {
 		in.mu.Unlock()
-		return ErrnoSuccess
+		return errnoSuccess
 	}
 	in.fds[to] = ef
 	delete(in.fds, from)
 	in.mu.Unlock()
 	et.close()
-	return ErrnoSuccess
+	return errnoSuccess
 }
 
-func fdSeek(_ context.Context, in *Instance, mod api.Module, p []uint64) Errno {
+func fdSeek(_ context.Context, in *Instance, mod api.Module, p []uint64) errnum {
 	e, errno := in.get(uint32(p[0]))
-	if errno != ErrnoSuccess {
+	if errno != errnoSuccess {
 		return errno
 	}
 	offset, whence, resPtr := int64(p[1]), uint32(p[2]), uint32(p[3])
 	if !memOf(mod).ok(resPtr, 8) {
-		return ErrnoFault
+		return errnoFault
 	}
 	if whence > whenceEnd {
-		return ErrnoInval
+		return errnoInval
 	}
 	return seek(in, mod, e, offset, whence, resPtr, offset == 0 && whence == whenceCur)
 }
 
-func seek(in *Instance, mod api.Module, e *fdEntry, offset int64, whence uint32, resPtr uint32, tellOnly bool) Errno {
+func seek(in *Instance, mod api.Module, e *fdEntry, offset int64, whence uint32, resPtr uint32, tellOnly bool) errnum {
 	switch {
 	case e.isStdio():
-		return ErrnoSpipe
+		return errnoSpipe
 	case e.kind == kindDir:
-		return ErrnoIsdir
-	case e.base&RightFdSeek == 0 && !(tellOnly && e.base&RightFdTell != 0):
-		return ErrnoNotcapable
+		return errnoIsdir
+	case e.base&rightFdSeek == 0 && !(tellOnly && e.base&rightFdTell != 0):
+		return errnoNotcapable
 	}
 	pos, err := e.file.Seek(offset, int(whence))
 	if err != nil {
 		return errnoOf(err)
 	}
 	memOf(mod).putU64(resPtr, uint64(pos))
-	return ErrnoSuccess
+	return errnoSuccess
 }
 
-func fdTell(_ context.Context, in *Instance, mod api.Module, p []uint64) Errno {
+func fdTell(_ context.Context, in *Instance, mod api.Module, p []uint64) errnum {
 	e, errno := in.get(uint32(p[0]))
-	if errno != ErrnoSuccess {
+	if errno != errnoSuccess {
 		return errno
 	}
 	if !memOf(mod).ok(uint32(p[1]), 8) {
-		return ErrnoFault
+		return errnoFault
 	}
 	return seek(in, mod, e, 0, whenceCur, uint32(p[1]), true)
 }
 
 // fdRead reads stdin (blocking unless NONBLOCK, then EAGAIN when empty) or
 // a file.
-func fdRead(ctx context.Context, in *Instance, mod api.Module, p []uint64) Errno {
+func fdRead(ctx context.Context, in *Instance, mod api.Module, p []uint64) errnum {
 	e, errno := in.get(uint32(p[0]))
-	if errno != ErrnoSuccess {
+	if errno != errnoSuccess {
 		return errno
 	}
 	m := memOf(mod)
 	bufs, total, errno := m.iovecs(uint32(p[1]), uint32(p[2]))
-	if errno != ErrnoSuccess {
+	if errno != errnoSuccess {
 		return errno
 	}
 	resPtr := uint32(p[3])
 	if !m.ok(resPtr, 4) {
-		return ErrnoFault
+		return errnoFault
 	}
 	var n int
 	switch {
@@ -438,14 +438,14 @@ func fdRead(ctx context.Context, in *Instance, mod api.Module, p []uint64) Errno
 				break
 			}
 			if e.flags&fdflagNonblock != 0 {
-				return ErrnoAgain
+				return errnoAgain
 			}
 			in.wait(ctx, mod, wake, nil)
 		}
 	case e.kind == kindDir:
-		return ErrnoIsdir
-	case e.kind != kindFile || e.base&RightFdRead == 0:
-		return ErrnoBadf
+		return errnoIsdir
+	case e.kind != kindFile || e.base&rightFdRead == 0:
+		return errnoBadf
 	default:
 		var err error
 		n, err = readFile(ctx, mod, e.file, bufs, -1)
@@ -454,7 +454,7 @@ func fdRead(ctx context.Context, in *Instance, mod api.Module, p []uint64) Errno
 		}
 	}
 	m.putU32(resPtr, uint32(n))
-	return ErrnoSuccess
+	return errnoSuccess
 }
 
 // ioChunk is the most bytes one host read or write moves between two
@@ -506,56 +506,56 @@ func readFile(ctx context.Context, mod api.Module, f *os.File, bufs iovecList, o
 	return total, nil
 }
 
-func fdPread(ctx context.Context, in *Instance, mod api.Module, p []uint64) Errno {
+func fdPread(ctx context.Context, in *Instance, mod api.Module, p []uint64) errnum {
 	e, errno := in.get(uint32(p[0]))
-	if errno != ErrnoSuccess {
+	if errno != errnoSuccess {
 		return errno
 	}
 	m := memOf(mod)
 	bufs, _, errno := m.iovecs(uint32(p[1]), uint32(p[2]))
-	if errno != ErrnoSuccess {
+	if errno != errnoSuccess {
 		return errno
 	}
 	resPtr := uint32(p[4])
 	switch {
 	case !m.ok(resPtr, 4):
-		return ErrnoFault
+		return errnoFault
 	case e.isStdio():
-		return ErrnoSpipe
+		return errnoSpipe
 	case e.kind == kindDir:
-		return ErrnoIsdir
-	case e.base&RightFdRead == 0:
-		return ErrnoBadf
+		return errnoIsdir
+	case e.base&rightFdRead == 0:
+		return errnoBadf
 	case p[3] > math.MaxInt64:
-		return ErrnoInval
+		return errnoInval
 	}
 	n, err := readFile(ctx, mod, e.file, bufs, int64(p[3]))
 	if err != nil && n == 0 {
 		return errnoOf(err)
 	}
 	m.putU32(resPtr, uint32(n))
-	return ErrnoSuccess
+	return errnoSuccess
 }
 
 // fdWrite writes to stdout/stderr (Writes of guest memory, at most
 // Config.MaxStdioWrite bytes per call) or to a file (charged to the write
 // budget).
-func fdWrite(ctx context.Context, in *Instance, mod api.Module, p []uint64) Errno {
+func fdWrite(ctx context.Context, in *Instance, mod api.Module, p []uint64) errnum {
 	e, errno := in.get(uint32(p[0]))
-	if errno != ErrnoSuccess {
+	if errno != errnoSuccess {
 		return errno
 	}
 	m := memOf(mod)
 	bufs, total, errno := m.iovecs(uint32(p[1]), uint32(p[2]))
-	if errno != ErrnoSuccess {
+	if errno != errnoSuccess {
 		return errno
 	}
 	resPtr := uint32(p[3])
 	if !m.ok(resPtr, 4) {
-		return ErrnoFault
+		return errnoFault
 	}
 	if total > math.MaxUint32 {
-		return ErrnoInval
+		return errnoInval
 	}
 	switch e.kind {
 	case kindStdout, kindStderr:
@@ -564,21 +564,21 @@ func fdWrite(ctx context.Context, in *Instance, mod api.Module, p []uint64) Errn
 			w = in.cfg.Stderr
 		}
 		m.putU32(resPtr, in.writeStdio(ctx, mod, w, bufs))
-		return ErrnoSuccess
+		return errnoSuccess
 	case kindStdin:
-		return ErrnoBadf
+		return errnoBadf
 	case kindDir:
 		if e.readOnly {
-			return ErrnoRofs
+			return errnoRofs
 		}
-		return ErrnoBadf
+		return errnoBadf
 	}
 	n, errno := in.writeFile(ctx, mod, e, bufs, total, -1)
-	if errno != ErrnoSuccess {
+	if errno != errnoSuccess {
 		return errno
 	}
 	m.putU32(resPtr, uint32(n))
-	return ErrnoSuccess
+	return errnoSuccess
 }
 
 // writeStdio passes the guest's bytes to w straight from guest memory, one
@@ -586,18 +586,18 @@ func fdWrite(ctx context.Context, in *Instance, mod api.Module, p []uint64) Errn
 // iovecs cost the host no memory. It stops after in.cfg.MaxStdioWrite
 // bytes and returns the count written, a short write the guest's libc
 // retries. The context is checked after each Write; a Write error ends
-// the instance with ExitCodeAborted.
+// the instance with exitCodeAborted.
 func (in *Instance) writeStdio(ctx context.Context, mod api.Module, w io.Writer, bufs iovecList) uint32 {
 	limit := in.cfg.MaxStdioWrite
 	if limit <= 0 {
-		limit = DefaultMaxStdioWrite
+		limit = defaultMaxStdioWrite
 	}
 	var n int64
 	for buf := range bufs.all() {
 		for len(buf) > 0 && n < limit {
 			c := int(min(int64(len(buf)), ioChunk, limit-n))
 			if _, err := w.Write(buf[:c]); err != nil {
-				exit(ctx, mod, ExitCodeAborted)
+				exit(ctx, mod, exitCodeAborted)
 			}
 			n += int64(c)
 			buf = buf[c:]
@@ -607,37 +607,37 @@ func (in *Instance) writeStdio(ctx context.Context, mod api.Module, w io.Writer,
 	return uint32(n)
 }
 
-func fdPwrite(ctx context.Context, in *Instance, mod api.Module, p []uint64) Errno {
+func fdPwrite(ctx context.Context, in *Instance, mod api.Module, p []uint64) errnum {
 	e, errno := in.get(uint32(p[0]))
-	if errno != ErrnoSuccess {
+	if errno != errnoSuccess {
 		return errno
 	}
 	m := memOf(mod)
 	bufs, total, errno := m.iovecs(uint32(p[1]), uint32(p[2]))
-	if errno != ErrnoSuccess {
+	if errno != errnoSuccess {
 		return errno
 	}
 	resPtr := uint32(p[4])
 	switch {
 	case !m.ok(resPtr, 4):
-		return ErrnoFault
+		return errnoFault
 	case total > math.MaxUint32:
-		return ErrnoInval
+		return errnoInval
 	case e.isStdio():
-		return ErrnoSpipe
+		return errnoSpipe
 	case e.kind == kindDir && e.readOnly:
-		return ErrnoRofs
+		return errnoRofs
 	case e.kind == kindDir:
-		return ErrnoBadf
+		return errnoBadf
 	case p[3] > math.MaxInt64:
-		return ErrnoInval
+		return errnoInval
 	}
 	n, errno := in.writeFile(ctx, mod, e, bufs, total, int64(p[3]))
-	if errno != ErrnoSuccess {
+	if errno != errnoSuccess {
 		return errno
 	}
 	m.putU32(resPtr, uint32(n))
-	return ErrnoSuccess
+	return errnoSuccess
 }
 
 // writeFile writes bufs at the current position, at the end (APPEND), or at
@@ -645,15 +645,15 @@ func fdPwrite(ctx context.Context, in *Instance, mod api.Module, p []uint64) Err
 // bytes written plus any hole created past the current end of file. Bytes
 // go from guest memory in chunks of ioChunk, the context checked after
 // each; an instance ended there is refunded what it did not write.
-func (in *Instance) writeFile(ctx context.Context, mod api.Module, e *fdEntry, bufs iovecList, total uint64, off int64) (int, Errno) {
+func (in *Instance) writeFile(ctx context.Context, mod api.Module, e *fdEntry, bufs iovecList, total uint64, off int64) (int, errnum) {
 	if e.readOnly {
-		return 0, ErrnoRofs
+		return 0, errnoRofs
 	}
-	if e.base&RightFdWrite == 0 {
-		return 0, ErrnoBadf
+	if e.base&rightFdWrite == 0 {
+		return 0, errnoBadf
 	}
 	if total == 0 {
-		return 0, ErrnoSuccess
+		return 0, errnoSuccess
 	}
 	info, err := e.file.Stat()
 	if err != nil {
@@ -671,13 +671,13 @@ func (in *Instance) writeFile(ctx context.Context, mod api.Module, e *fdEntry, b
 		}
 	}
 	if pos > math.MaxInt64-int64(total) {
-		return 0, ErrnoFbig
+		return 0, errnoFbig
 	}
 	hole := max(0, pos-size)
 	cost := int64(total) + hole
 	budget := in.cfg.Budget
 	if budget != nil && !budget.Reserve(cost) {
-		return 0, ErrnoDquot
+		return 0, errnoDquot
 	}
 	if appendMode {
 		if _, err := e.file.Seek(0, io.SeekEnd); err != nil {
@@ -722,5 +722,5 @@ write:
 	if err != nil && written == 0 {
 		return 0, errnoOf(err)
 	}
-	return written, ErrnoSuccess
+	return written, errnoSuccess
 }

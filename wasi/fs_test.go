@@ -26,7 +26,7 @@ func (w world) host(p ...string) string { return filepath.Join(append([]string{w
 func newWorld(t *testing.T, budget int64) (world, *fsmount.Set) {
 	t.Helper()
 	base := t.TempDir()
-	w := world{base: base, secret: filepath.Join(base, "secret"), budget: limits.NewWriteBudget(budget)}
+	w := world{base: base, secret: filepath.Join(base, "secret"), budget: limits.NewCallBudget(limits.Limits{WriteBudget: budget})}
 	for _, d := range []string{"tmp", "data", "pkg", "skills/a", "skills/b"} {
 		must(t, os.MkdirAll(w.host(d), 0o755))
 	}

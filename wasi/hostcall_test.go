@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/subako/subako-runner/fsmount"
+	"github.com/subako/subako-runner/internal/abi"
 	"github.com/subako/subako-runner/limits"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -45,7 +46,7 @@ func newHostBench(t testing.TB) *hostBench {
 	t.Cleanup(func() { set.Close() })
 	h := &hostBench{t: t, ctx: ctx, r: wazero.NewRuntime(ctx)}
 	t.Cleanup(func() { h.r.Close(ctx) })
-	h.in = NewInstance(Config{Stdin: NewStdin(), Mounts: set, Budget: limits.NewWriteBudget(1 << 20)})
+	h.in = NewInstance(Config{Stdin: NewStdin(), Mounts: set, Budget: limits.NewCallBudget(limits.Limits{WriteBudget: 1 << 20})})
 	t.Cleanup(func() { h.in.Close() })
 	h.fresh()
 	return h
@@ -64,7 +65,7 @@ func (h *hostBench) fresh() {
 }
 
 // call runs one host function; a panic other than a *sys.ExitError fails.
-func (h *hostBench) call(ctx context.Context, fn hostFunc, args ...uint64) (errno Errno, exited bool) {
+func (h *hostBench) call(ctx context.Context, fn hostFunc, args ...uint64) (errno errnum, exited bool) {
 	defer func() {
 		if r := recover(); r != nil {
 			var ee *sys.ExitError
@@ -80,6 +81,23 @@ func (h *hostBench) call(ctx context.Context, fn hostFunc, args ...uint64) (errn
 	stack := make([]uint64, max(len(args), 1))
 	copy(stack, args)
 	return fn(ctx, h.in, h.mod, stack), false
+}
+
+// entry is one function of the table in witx order, with its
+// implementation (nil for proc_exit).
+type entry struct {
+	name   string
+	params []api.ValueType
+	fn     hostFunc
+}
+
+func table() []entry {
+	fns := impls()
+	var out []entry
+	for f := range abi.Functions(moduleName) {
+		out = append(out, entry{f.Name, f.Params(), fns[f.Name]})
+	}
+	return out
 }
 
 func fnByName(name string) hostFunc {
@@ -101,8 +119,8 @@ func TestOutOfRangePointersAreEFAULT(t *testing.T) {
 	m.m.Write(100, []byte("file"))
 	m.putU32(200, bad)
 	m.putU32(204, 16)
-	errno, _ := h.call(h.ctx, pathOpen, 3, 1, 100, 4, 0, RightFdRead|RightFdWrite|RightFdSeek|RightFdTell, 0, 0, 300)
-	if errno != ErrnoSuccess {
+	errno, _ := h.call(h.ctx, pathOpen, 3, 1, 100, 4, 0, rightFdRead|rightFdWrite|rightFdSeek|rightFdTell, 0, 0, 300)
+	if errno != errnoSuccess {
 		t.Fatalf("path_open: %d", errno)
 	}
 	file, _ := m.u32(300)
@@ -150,7 +168,7 @@ func TestOutOfRangePointersAreEFAULT(t *testing.T) {
 	}
 	for _, tt := range tests {
 		errno, exited := h.call(h.ctx, fnByName(tt.name), tt.args...)
-		if exited || errno != ErrnoFault {
+		if exited || errno != errnoFault {
 			t.Errorf("%s%v = %d (exited %v), want EFAULT", tt.name, tt.args, errno, exited)
 		}
 	}
@@ -184,7 +202,7 @@ func FuzzHostCalls(f *testing.F) {
 			}
 		}
 		errno, _ := h.call(ctx, ent.fn, args[:len(ent.params)]...)
-		if errno > ErrnoNotcapable {
+		if errno > errnoNotcapable {
 			t.Fatalf("%s returned errno %d", ent.name, errno)
 		}
 	})

@@ -22,11 +22,11 @@ type Config struct {
 	// from fd_write with views of guest memory, valid only during the
 	// Write (which, as io.Writer says, must not retain them): one Write per
 	// iovec, or per MiB of a larger one. A Write error ends the instance
-	// with ExitCodeAborted. nil discards.
+	// with exit code 0xfffffffe (which the guest never sees). nil discards.
 	Stdout, Stderr io.Writer
 	// MaxStdioWrite caps the bytes one fd_write moves to Stdout or Stderr;
 	// the rest is a short write, which wasi-libc, Go and Rust retry. 0
-	// means DefaultMaxStdioWrite. It bounds the host's work per call when
+	// means 16 MiB, the default stdout line limit. It bounds the host's work per call when
 	// a guest passes many overlapping iovecs.
 	MaxStdioWrite int64
 	// Mounts are the preopens, fd 3 onwards in Set order; nil is none. The
@@ -39,11 +39,11 @@ type Config struct {
 	MaxFiles int
 }
 
-// DefaultMaxStdioWrite is Config.MaxStdioWrite's default: 16 MiB, the
+// defaultMaxStdioWrite is Config.MaxStdioWrite's default: 16 MiB, the
 // default longest stdout line (limits.Default().StdoutLine), so a guest
 // that writes a whole response line in one fd_write never sees a short
 // write.
-const DefaultMaxStdioWrite = 16 << 20
+const defaultMaxStdioWrite = 16 << 20
 
 type fdKind uint8
 
@@ -120,7 +120,7 @@ func NewInstance(cfg Config) *Instance {
 }
 
 // Close closes every descriptor the guest opened and wakes a guest waiting
-// on stdin or poll_oneoff (it then ends with ExitCodeAborted). The Set of
+// on stdin or poll_oneoff (it then ends with exit code 0xfffffffe). The Set of
 // the Config stays open.
 func (in *Instance) Close() error {
 	in.once.Do(func() { close(in.closed) })
@@ -154,27 +154,27 @@ func (e *fdEntry) close() error {
 }
 
 // get returns the entry of fd, or EBADF.
-func (in *Instance) get(fd uint32) (*fdEntry, Errno) {
+func (in *Instance) get(fd uint32) (*fdEntry, errnum) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	e := in.fds[fd]
 	if e == nil {
-		return nil, ErrnoBadf
+		return nil, errnoBadf
 	}
-	return e, ErrnoSuccess
+	return e, errnoSuccess
 }
 
 // add puts e at the lowest free descriptor number.
-func (in *Instance) add(e *fdEntry) (uint32, Errno) {
+func (in *Instance) add(e *fdEntry) (uint32, errnum) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	if len(in.fds) >= in.max {
-		return 0, ErrnoMfile
+		return 0, errnoMfile
 	}
 	for fd := uint32(3); ; fd++ {
 		if in.fds[fd] == nil {
 			in.fds[fd] = e
-			return fd, ErrnoSuccess
+			return fd, errnoSuccess
 		}
 	}
 }

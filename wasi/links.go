@@ -74,20 +74,20 @@ func parentOf(name string) string {
 // dir (resolved beneath root) really is. Where the host cannot tell (no
 // /proc, a directory removed meanwhile), it answers 0, which allows only
 // targets without "..".
-func (in *Instance) dirDepth(root *os.Root, mount int, dir string) (int, Errno) {
+func (in *Instance) dirDepth(root *os.Root, mount int, dir string) (int, errnum) {
 	d, err := root.Open(dir)
 	if err != nil {
 		return 0, errnoOf(err)
 	}
 	defer d.Close()
 	if fi, err := d.Stat(); err != nil || !fi.IsDir() {
-		return 0, ErrnoNotdir
+		return 0, errnoNotdir
 	}
 	rel, ok := in.mountRel(d, mount)
 	if !ok || rel == "." {
-		return 0, ErrnoSuccess
+		return 0, errnoSuccess
 	}
-	return strings.Count(rel, "/") + 1, ErrnoSuccess
+	return strings.Count(rel, "/") + 1, errnoSuccess
 }
 
 // mountRel is the kernel's path of the open directory d relative to the
@@ -113,36 +113,36 @@ func (in *Instance) mountRel(d *os.File, mount int) (string, bool) {
 }
 
 // checkNewLink checks a path_symlink of target at name beneath dir.
-func (in *Instance) checkNewLink(dir *fdEntry, target, name string) Errno {
+func (in *Instance) checkNewLink(dir *fdEntry, target, name string) errnum {
 	up, ok := linkUp(target)
 	if !ok || up > maxLinkClimb {
-		return ErrnoNotcapable
+		return errnoNotcapable
 	}
 	if up == 0 {
-		return ErrnoSuccess
+		return errnoSuccess
 	}
 	depth, errno := in.dirDepth(dir.root, dir.mount, parentOf(name))
-	if errno != ErrnoSuccess {
+	if errno != errnoSuccess {
 		return errno
 	}
 	if up > depth {
-		return ErrnoNotcapable
+		return errnoNotcapable
 	}
-	return ErrnoSuccess
+	return errnoSuccess
 }
 
 // checkMove checks a path_rename (rename set) or path_link of oldName to
 // newName beneath root, resolved from descriptor fd: a link must obey the
 // rule from its new directory, and a directory moved closer to the mount
 // root must not carry a link that then would break it.
-func (in *Instance) checkMove(ctx context.Context, fd uint32, root *os.Root, oldName, newName string, rename bool) Errno {
+func (in *Instance) checkMove(ctx context.Context, fd uint32, root *os.Root, oldName, newName string, rename bool) errnum {
 	e, errno := in.get(fd)
-	if errno != ErrnoSuccess {
+	if errno != errnoSuccess {
 		return errno
 	}
 	info, err := root.Lstat(oldName)
 	if err != nil {
-		return ErrnoSuccess // the operation itself reports it
+		return errnoSuccess // the operation itself reports it
 	}
 	switch {
 	case info.Mode()&fs.ModeSymlink != 0:
@@ -151,39 +151,39 @@ func (in *Instance) checkMove(ctx context.Context, fd uint32, root *os.Root, old
 			return errnoOf(err)
 		}
 		if up, ok := linkUp(target); ok && up == 0 {
-			return ErrnoSuccess
+			return errnoSuccess
 		}
 		depth, errno := in.dirDepth(root, e.mount, parentOf(newName))
-		if errno != ErrnoSuccess {
+		if errno != errnoSuccess {
 			return errno
 		}
 		if linkEscapes(target, depth) {
-			return ErrnoNotcapable
+			return errnoNotcapable
 		}
 	case rename && info.IsDir():
 		oldDepth, errno := in.dirDepth(root, e.mount, parentOf(oldName))
-		if errno != ErrnoSuccess {
+		if errno != errnoSuccess {
 			return errno
 		}
 		newDepth, errno := in.dirDepth(root, e.mount, parentOf(newName))
-		if errno != ErrnoSuccess {
+		if errno != errnoSuccess {
 			return errno
 		}
 		if newDepth >= oldDepth {
-			return ErrnoSuccess
+			return errnoSuccess
 		}
 		// A link k directories below the moved one lies newDepth+1+k deep
 		// and climbs at most maxLinkClimb: below maxLinkClimb-newDepth-1
 		// levels none can reach past the root, so the walk stops there.
 		return walkLinks(ctx, root, oldName, newDepth+1, maxLinkClimb-newDepth-1)
 	}
-	return ErrnoSuccess
+	return errnoSuccess
 }
 
 // walkLinks checks the links in dir and in its subdirectories up to levels
 // deep (0: none), dir's own entries lying depth directories below the
 // mount root. It holds one directory open at a time.
-func walkLinks(ctx context.Context, root *os.Root, dir string, depth, levels int) Errno {
+func walkLinks(ctx context.Context, root *os.Root, dir string, depth, levels int) errnum {
 	type item struct {
 		rel string
 		k   int
@@ -191,7 +191,7 @@ func walkLinks(ctx context.Context, root *os.Root, dir string, depth, levels int
 	stack := []item{{dir, 0}}
 	for len(stack) > 0 && levels > 0 {
 		if ctx.Err() != nil {
-			return ErrnoIntr
+			return errnoIntr
 		}
 		it := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
@@ -208,7 +208,7 @@ func walkLinks(ctx context.Context, root *os.Root, dir string, depth, levels int
 					target, err := root.Readlink(p)
 					if err != nil || linkEscapes(target, depth+it.k) {
 						f.Close()
-						return ErrnoNotcapable
+						return errnoNotcapable
 					}
 				case de.IsDir() && it.k+1 < levels:
 					stack = append(stack, item{p, it.k + 1})
@@ -224,7 +224,7 @@ func walkLinks(ctx context.Context, root *os.Root, dir string, depth, levels int
 		}
 		f.Close()
 	}
-	return ErrnoSuccess
+	return errnoSuccess
 }
 
 // reserveEntry charges one new directory entry (and extra bytes, a link's

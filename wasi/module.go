@@ -9,130 +9,98 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/subako/subako-runner/internal/abi"
 )
 
-// ModuleName is the import module name of WASI preview 1.
-const ModuleName = "wasi_snapshot_preview1"
+// moduleName is the import module name of WASI preview 1.
+const moduleName = abi.ModuleWASI
 
-// ExitCodeAborted is the exit code an instance ends with when the host
+// exitCodeAborted is the exit code an instance ends with when the host
 // stopped it for a reason of its own: a Stdout or Stderr writer returned an
 // error, or the Instance was closed while the guest waited. The host knows
 // (and records) the reason; the guest never sees this code.
-const ExitCodeAborted uint32 = 0xfffffffe
+const exitCodeAborted uint32 = 0xfffffffe
 
-// ErrNoInstance is the panic value (surfacing as the error of
-// InstantiateModule or Call) when a WASI function runs without an Instance
-// attached to the context.
-var ErrNoInstance = errors.New("wasi: no Instance in the context; attach one with wasi.WithInstance")
+type hostFunc func(ctx context.Context, in *Instance, mod api.Module, p []uint64) errnum
 
-// Function is the name and signature of one preview-1 import.
-type Function struct {
-	Name    string
-	Params  []api.ValueType
-	Results []api.ValueType
-}
-
-type hostFunc func(ctx context.Context, in *Instance, mod api.Module, p []uint64) Errno
-
-type entry struct {
-	name   string
-	params []api.ValueType
-	fn     hostFunc
-}
-
-const (
-	i32 = api.ValueTypeI32
-	i64 = api.ValueTypeI64
-)
-
-func sig(ts ...api.ValueType) []api.ValueType { return ts }
-
-// table lists every function of wasi_snapshot_preview1. All return an errno
-// (i32) except proc_exit, which never returns.
-func table() []entry {
-	return []entry{
-		{"args_get", sig(i32, i32), argsGet},
-		{"args_sizes_get", sig(i32, i32), argsSizesGet},
-		{"environ_get", sig(i32, i32), environGet},
-		{"environ_sizes_get", sig(i32, i32), environSizesGet},
-		{"clock_res_get", sig(i32, i32), clockResGet},
-		{"clock_time_get", sig(i32, i64, i32), clockTimeGet},
-		{"fd_advise", sig(i32, i64, i64, i32), fdAdvise},
-		{"fd_allocate", sig(i32, i64, i64), fdAllocate},
-		{"fd_close", sig(i32), fdClose},
-		{"fd_datasync", sig(i32), fdDatasync},
-		{"fd_fdstat_get", sig(i32, i32), fdFdstatGet},
-		{"fd_fdstat_set_flags", sig(i32, i32), fdFdstatSetFlags},
-		{"fd_fdstat_set_rights", sig(i32, i64, i64), fdFdstatSetRights},
-		{"fd_filestat_get", sig(i32, i32), fdFilestatGet},
-		{"fd_filestat_set_size", sig(i32, i64), fdFilestatSetSize},
-		{"fd_filestat_set_times", sig(i32, i64, i64, i32), fdFilestatSetTimes},
-		{"fd_pread", sig(i32, i32, i32, i64, i32), fdPread},
-		{"fd_prestat_get", sig(i32, i32), fdPrestatGet},
-		{"fd_prestat_dir_name", sig(i32, i32, i32), fdPrestatDirName},
-		{"fd_pwrite", sig(i32, i32, i32, i64, i32), fdPwrite},
-		{"fd_read", sig(i32, i32, i32, i32), fdRead},
-		{"fd_readdir", sig(i32, i32, i32, i64, i32), fdReaddir},
-		{"fd_renumber", sig(i32, i32), fdRenumber},
-		{"fd_seek", sig(i32, i64, i32, i32), fdSeek},
-		{"fd_sync", sig(i32), fdSync},
-		{"fd_tell", sig(i32, i32), fdTell},
-		{"fd_write", sig(i32, i32, i32, i32), fdWrite},
-		{"path_create_directory", sig(i32, i32, i32), pathCreateDirectory},
-		{"path_filestat_get", sig(i32, i32, i32, i32, i32), pathFilestatGet},
-		{"path_filestat_set_times", sig(i32, i32, i32, i32, i64, i64, i32), pathFilestatSetTimes},
-		{"path_link", sig(i32, i32, i32, i32, i32, i32, i32), pathLink},
-		{"path_open", sig(i32, i32, i32, i32, i32, i64, i64, i32, i32), pathOpen},
-		{"path_readlink", sig(i32, i32, i32, i32, i32, i32), pathReadlink},
-		{"path_remove_directory", sig(i32, i32, i32), pathRemoveDirectory},
-		{"path_rename", sig(i32, i32, i32, i32, i32, i32), pathRename},
-		{"path_symlink", sig(i32, i32, i32, i32, i32), pathSymlink},
-		{"path_unlink_file", sig(i32, i32, i32), pathUnlinkFile},
-		{"poll_oneoff", sig(i32, i32, i32, i32), pollOneoff},
-		{"proc_exit", sig(i32), nil}, // special: no result
-		{"proc_raise", sig(i32), procRaise},
-		{"sched_yield", sig(), schedYield},
-		{"random_get", sig(i32, i32), randomGet},
-		{"sock_accept", sig(i32, i32, i32), sockAccept},
-		{"sock_recv", sig(i32, i32, i32, i32, i32, i32), sockRecv},
-		{"sock_send", sig(i32, i32, i32, i32, i32), sockSend},
-		{"sock_shutdown", sig(i32, i32), sockShutdown},
+// impls maps each function of internal/abi's wasi_snapshot_preview1 table
+// (where the signatures live) to its implementation. proc_exit, which
+// returns nothing, is defined apart.
+func impls() map[string]hostFunc {
+	return map[string]hostFunc{
+		"args_get":                argsGet,
+		"args_sizes_get":          argsSizesGet,
+		"environ_get":             environGet,
+		"environ_sizes_get":       environSizesGet,
+		"clock_res_get":           clockResGet,
+		"clock_time_get":          clockTimeGet,
+		"fd_advise":               fdAdvise,
+		"fd_allocate":             fdAllocate,
+		"fd_close":                fdClose,
+		"fd_datasync":             fdDatasync,
+		"fd_fdstat_get":           fdFdstatGet,
+		"fd_fdstat_set_flags":     fdFdstatSetFlags,
+		"fd_fdstat_set_rights":    fdFdstatSetRights,
+		"fd_filestat_get":         fdFilestatGet,
+		"fd_filestat_set_size":    fdFilestatSetSize,
+		"fd_filestat_set_times":   fdFilestatSetTimes,
+		"fd_pread":                fdPread,
+		"fd_prestat_get":          fdPrestatGet,
+		"fd_prestat_dir_name":     fdPrestatDirName,
+		"fd_pwrite":               fdPwrite,
+		"fd_read":                 fdRead,
+		"fd_readdir":              fdReaddir,
+		"fd_renumber":             fdRenumber,
+		"fd_seek":                 fdSeek,
+		"fd_sync":                 fdSync,
+		"fd_tell":                 fdTell,
+		"fd_write":                fdWrite,
+		"path_create_directory":   pathCreateDirectory,
+		"path_filestat_get":       pathFilestatGet,
+		"path_filestat_set_times": pathFilestatSetTimes,
+		"path_link":               pathLink,
+		"path_open":               pathOpen,
+		"path_readlink":           pathReadlink,
+		"path_remove_directory":   pathRemoveDirectory,
+		"path_rename":             pathRename,
+		"path_symlink":            pathSymlink,
+		"path_unlink_file":        pathUnlinkFile,
+		"poll_oneoff":             pollOneoff,
+		"proc_exit":               nil,
+		"proc_raise":              procRaise,
+		"sched_yield":             schedYield,
+		"random_get":              randomGet,
+		"sock_accept":             sockAccept,
+		"sock_recv":               sockRecv,
+		"sock_send":               sockSend,
+		"sock_shutdown":           sockShutdown,
 	}
-}
-
-// Functions returns every function of wasi_snapshot_preview1 with its
-// signature, for import checks before instantiation.
-func Functions() []Function {
-	var fs []Function
-	for _, e := range table() {
-		f := Function{Name: e.name, Params: e.params, Results: []api.ValueType{i32}}
-		if e.name == "proc_exit" {
-			f.Results = nil
-		}
-		fs = append(fs, f)
-	}
-	return fs
 }
 
 // Instantiate defines the host module "wasi_snapshot_preview1" in r. Call it
 // once per runtime, before instantiating guests.
 func Instantiate(ctx context.Context, r wazero.Runtime) (api.Closer, error) {
-	b := r.NewHostModuleBuilder(ModuleName)
-	for _, e := range table() {
-		e := e
-		if e.name == "proc_exit" {
-			b.NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(procExit), e.params, nil).Export(e.name)
+	b := r.NewHostModuleBuilder(moduleName)
+	fns := impls()
+	for f := range abi.Functions(moduleName) {
+		name := f.Name
+		if name == "proc_exit" {
+			b.NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(procExit), f.Params(), f.Results()).Export(name)
 			continue
 		}
-		fn := func(ctx context.Context, mod api.Module, stack []uint64) {
-			in := instanceFrom(ctx)
-			stack[0] = uint64(e.fn(ctx, in, mod, stack))
+		impl := fns[name]
+		if impl == nil {
+			return nil, fmt.Errorf("wasi: %s has no implementation", name)
 		}
-		b.NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(fn), e.params, []api.ValueType{i32}).Export(e.name)
+		fn := func(ctx context.Context, mod api.Module, stack []uint64) {
+			stack[0] = uint64(impl(ctx, instanceFrom(ctx, name), mod, stack))
+		}
+		b.NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(fn), f.Params(), f.Results()).Export(name)
 	}
 	m, err := b.Instantiate(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("wasi: defining %s: %w", ModuleName, err)
+		return nil, fmt.Errorf("wasi: defining %s: %w", moduleName, err)
 	}
 	return m, nil
 }
@@ -145,10 +113,12 @@ func WithInstance(ctx context.Context, in *Instance) context.Context {
 	return context.WithValue(ctx, instanceKey{}, in)
 }
 
-func instanceFrom(ctx context.Context) *Instance {
+// instanceFrom returns the Instance attached to ctx; without one, function
+// ends by the rule of abi.ErrNoState.
+func instanceFrom(ctx context.Context, function string) *Instance {
 	in, _ := ctx.Value(instanceKey{}).(*Instance)
 	if in == nil {
-		panic(ErrNoInstance)
+		abi.NoState(moduleName, function, "wasi.WithInstance")
 	}
 	return in
 }
@@ -170,7 +140,7 @@ func exitForContext(ctx context.Context, mod api.Module) {
 }
 
 func procExit(ctx context.Context, mod api.Module, stack []uint64) {
-	instanceFrom(ctx) // a missing instance is a host bug worth reporting
+	instanceFrom(ctx, "proc_exit") // a missing instance is a host bug worth reporting
 	exit(ctx, mod, uint32(stack[0]))
 }
 
@@ -193,14 +163,6 @@ func (m memory) slice(ptr, n uint32) ([]byte, bool) {
 }
 
 func (m memory) ok(ptr, n uint32) bool { _, ok := m.slice(ptr, n); return ok }
-
-func (m memory) u32(ptr uint32) (uint32, bool) {
-	b, ok := m.slice(ptr, 4)
-	if !ok {
-		return 0, false
-	}
-	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24, true
-}
 
 func (m memory) putU32(ptr, v uint32) bool {
 	b, ok := m.slice(ptr, 4)
@@ -258,23 +220,23 @@ func (l iovecList) all() iter.Seq[[]byte] {
 
 // iovecs validates an iovec array: more than maxIovecs is EINVAL, any
 // buffer out of range EFAULT, before anything is read or written.
-func (m memory) iovecs(ptr, n uint32) (iovecList, uint64, Errno) {
+func (m memory) iovecs(ptr, n uint32) (iovecList, uint64, errnum) {
 	if n > maxIovecs {
-		return iovecList{}, 0, ErrnoInval
+		return iovecList{}, 0, errnoInval
 	}
 	arr, ok := m.slice(ptr, n*sizeIovec)
 	if !ok {
-		return iovecList{}, 0, ErrnoFault
+		return iovecList{}, 0, errnoFault
 	}
 	var total uint64
 	for i := uint32(0); i < n; i++ {
 		p, l := rd32(arr[i*8:]), rd32(arr[i*8+4:])
 		if !m.ok(p, l) {
-			return iovecList{}, 0, ErrnoFault
+			return iovecList{}, 0, errnoFault
 		}
 		total += uint64(l)
 	}
-	return iovecList{m, arr}, total, ErrnoSuccess
+	return iovecList{m, arr}, total, errnoSuccess
 }
 
 // str reads a guest string (not NUL-terminated).

@@ -12,46 +12,46 @@ import (
 )
 
 // dirFor returns the directory descriptor fd if it carries right.
-func (in *Instance) dirFor(fd uint32, right uint64) (*fdEntry, Errno) {
+func (in *Instance) dirFor(fd uint32, right uint64) (*fdEntry, errnum) {
 	e, errno := in.get(fd)
-	if errno != ErrnoSuccess {
+	if errno != errnoSuccess {
 		return nil, errno
 	}
 	if e.kind != kindDir {
-		return nil, ErrnoNotdir
+		return nil, errnoNotdir
 	}
 	if e.base&right == 0 {
-		return nil, ErrnoNotcapable
+		return nil, errnoNotcapable
 	}
-	return e, ErrnoSuccess
+	return e, errnoSuccess
 }
 
 // readPath reads a guest path relative to a directory descriptor. Absolute
 // paths name no directory descriptor's contents: ENOTCAPABLE, like "..".
 // dirPath resolves a path operand: the directory fd must hold the right,
 // and the path must be readable from guest memory.
-func (in *Instance) dirPath(m memory, a pathArg) (*fdEntry, string, Errno) {
+func (in *Instance) dirPath(m memory, a pathArg) (*fdEntry, string, errnum) {
 	dir, errno := in.dirFor(a.fd, a.right)
-	if errno != ErrnoSuccess {
+	if errno != errnoSuccess {
 		return nil, "", errno
 	}
 	name, errno := readPath(m, a.ptr, a.len)
 	return dir, name, errno
 }
 
-func readPath(m memory, ptr, n uint32) (string, Errno) {
+func readPath(m memory, ptr, n uint32) (string, errnum) {
 	s, ok := m.str(ptr, n)
 	switch {
 	case !ok:
-		return "", ErrnoFault
+		return "", errnoFault
 	case s == "":
-		return "", ErrnoNoent
+		return "", errnoNoent
 	case strings.IndexByte(s, 0) >= 0:
-		return "", ErrnoInval
+		return "", errnoInval
 	case strings.HasPrefix(s, "/"):
-		return "", ErrnoNotcapable
+		return "", errnoNotcapable
 	}
-	return s, ErrnoSuccess
+	return s, errnoSuccess
 }
 
 // joinRel appends p to a mount-relative directory path without cleaning it,
@@ -74,62 +74,62 @@ func lexEscapes(p string) bool {
 // descriptors: the same descriptor resolves beneath it; two descriptors of
 // one mount resolve from the mount root, each path first checked not to
 // leave its own directory; different mounts are EXDEV.
-func (in *Instance) twoDirs(a *fdEntry, oldPath string, b *fdEntry, newPath string) (*os.Root, string, string, Errno) {
+func (in *Instance) twoDirs(a *fdEntry, oldPath string, b *fdEntry, newPath string) (*os.Root, string, string, errnum) {
 	if a == b {
-		return a.root, oldPath, newPath, ErrnoSuccess
+		return a.root, oldPath, newPath, errnoSuccess
 	}
 	if a.mount != b.mount || in.cfg.Mounts == nil {
-		return nil, "", "", ErrnoXdev
+		return nil, "", "", errnoXdev
 	}
 	if lexEscapes(oldPath) || lexEscapes(newPath) {
-		return nil, "", "", ErrnoNotcapable
+		return nil, "", "", errnoNotcapable
 	}
 	// Each directory's real path, not the one it was opened by: it may
 	// have been renamed since, and another directory may have its old name.
-	return in.mountRoot(a), joinRel(in.realRel(a), oldPath), joinRel(in.realRel(b), newPath), ErrnoSuccess
+	return in.mountRoot(a), joinRel(in.realRel(a), oldPath), joinRel(in.realRel(b), newPath), errnoSuccess
 }
 
-func pathOpen(_ context.Context, in *Instance, mod api.Module, p []uint64) Errno {
+func pathOpen(_ context.Context, in *Instance, mod api.Module, p []uint64) errnum {
 	m := memOf(mod)
-	dir, name, errno := in.dirPath(m, pathArg{fd: uint32(p[0]), right: RightPathOpen, ptr: uint32(p[2]), len: uint32(p[3])})
-	if errno != ErrnoSuccess {
+	dir, name, errno := in.dirPath(m, pathArg{fd: uint32(p[0]), right: rightPathOpen, ptr: uint32(p[2]), len: uint32(p[3])})
+	if errno != errnoSuccess {
 		return errno
 	}
 	resPtr := uint32(p[8])
 	if !m.ok(resPtr, 4) {
-		return ErrnoFault
+		return errnoFault
 	}
 	follow := uint32(p[1])&lookupSymlinkFollow != 0
 	oflags, fdflags := uint32(p[4]), uint32(p[7])
 	if oflags&^0xf != 0 || fdflags&^uint32(fdflagsAll) != 0 {
-		return ErrnoInval
+		return errnoInval
 	}
 	creat, directory := uint16(oflags)&oflagCreat != 0, uint16(oflags)&oflagDirectory != 0
 	excl, trunc := uint16(oflags)&oflagExcl != 0, uint16(oflags)&oflagTrunc != 0
 	switch {
-	case creat && dir.base&RightPathCreateFile == 0:
-		return ErrnoNotcapable
-	case trunc && dir.base&RightPathFilestatSetSize == 0:
-		return ErrnoNotcapable
+	case creat && dir.base&rightPathCreateFile == 0:
+		return errnoNotcapable
+	case trunc && dir.base&rightPathFilestatSetSize == 0:
+		return errnoNotcapable
 	case directory && (creat || trunc):
-		return ErrnoInval
+		return errnoInval
 	}
 	base, inherit := p[5]&dir.inherit, p[6]&dir.inherit
-	write := base&RightFdWrite != 0
-	read := base&(RightFdRead|RightFdReaddir) != 0
+	write := base&rightFdWrite != 0
+	read := base&(rightFdRead|rightFdReaddir) != 0
 	if dir.readOnly && (write || creat || trunc || uint16(fdflags)&fdflagAppend != 0) {
-		return ErrnoRofs
+		return errnoRofs
 	}
 	if directory && write {
-		return ErrnoIsdir
+		return errnoIsdir
 	}
 	if !follow {
 		// os.Root follows a final symbolic link; O_NOFOLLOW is ours to do.
 		if info, err := dir.root.Lstat(name); err == nil && info.Mode()&fs.ModeSymlink != 0 {
 			if creat && excl {
-				return ErrnoExist
+				return errnoExist
 			}
-			return ErrnoLoop
+			return errnoLoop
 		}
 	}
 	flag := noBlockOpenFlag
@@ -156,7 +156,7 @@ func pathOpen(_ context.Context, in *Instance, mod api.Module, p []uint64) Errno
 	if creat {
 		if _, err := dir.root.Stat(name); excl || errors.Is(err, fs.ErrNotExist) {
 			if !in.reserveEntry(0) {
-				return ErrnoDquot
+				return errnoDquot
 			}
 			charged = true
 		}
@@ -187,36 +187,36 @@ func pathOpen(_ context.Context, in *Instance, mod api.Module, p []uint64) Errno
 	} else {
 		if directory {
 			f.Close()
-			return ErrnoNotdir
+			return errnoNotdir
 		}
 		if !info.Mode().IsRegular() {
 			f.Close()
-			return ErrnoNotsup
+			return errnoNotsup
 		}
 		e.kind, e.base, e.file = kindFile, base&fileRights, f
 	}
 	fd, errno := in.add(e)
-	if errno != ErrnoSuccess {
+	if errno != errnoSuccess {
 		e.close()
 		return errno
 	}
 	m.putU32(resPtr, fd)
-	return ErrnoSuccess
+	return errnoSuccess
 }
 
-func pathCreateDirectory(_ context.Context, in *Instance, mod api.Module, p []uint64) Errno {
-	dir, name, errno := in.dirPath(memOf(mod), pathArg{fd: uint32(p[0]), right: RightPathCreateDirectory, ptr: uint32(p[1]), len: uint32(p[2])})
-	if errno != ErrnoSuccess {
+func pathCreateDirectory(_ context.Context, in *Instance, mod api.Module, p []uint64) errnum {
+	dir, name, errno := in.dirPath(memOf(mod), pathArg{fd: uint32(p[0]), right: rightPathCreateDirectory, ptr: uint32(p[1]), len: uint32(p[2])})
+	if errno != errnoSuccess {
 		return errno
 	}
 	if dir.readOnly {
-		return ErrnoRofs
+		return errnoRofs
 	}
 	if !in.reserveEntry(0) {
 		if _, err := dir.root.Lstat(name); err == nil {
-			return ErrnoExist
+			return errnoExist
 		}
-		return ErrnoDquot
+		return errnoDquot
 	}
 	err := dir.root.Mkdir(name, 0o755)
 	if err != nil {
@@ -225,15 +225,15 @@ func pathCreateDirectory(_ context.Context, in *Instance, mod api.Module, p []ui
 	return errnoOf(err)
 }
 
-func pathFilestatGet(_ context.Context, in *Instance, mod api.Module, p []uint64) Errno {
+func pathFilestatGet(_ context.Context, in *Instance, mod api.Module, p []uint64) errnum {
 	m := memOf(mod)
-	dir, name, errno := in.dirPath(m, pathArg{fd: uint32(p[0]), right: RightPathFilestatGet, ptr: uint32(p[2]), len: uint32(p[3])})
-	if errno != ErrnoSuccess {
+	dir, name, errno := in.dirPath(m, pathArg{fd: uint32(p[0]), right: rightPathFilestatGet, ptr: uint32(p[2]), len: uint32(p[3])})
+	if errno != errnoSuccess {
 		return errno
 	}
 	b, ok := m.slice(uint32(p[4]), sizeFilestat)
 	if !ok {
-		return ErrnoFault
+		return errnoFault
 	}
 	var info fs.FileInfo
 	var err error
@@ -247,20 +247,20 @@ func pathFilestatGet(_ context.Context, in *Instance, mod api.Module, p []uint64
 	}
 	st := filestat(info)
 	copy(b, st[:])
-	return ErrnoSuccess
+	return errnoSuccess
 }
 
-func pathFilestatSetTimes(_ context.Context, in *Instance, mod api.Module, p []uint64) Errno {
-	dir, name, errno := in.dirPath(memOf(mod), pathArg{fd: uint32(p[0]), right: RightPathFilestatSetTimes, ptr: uint32(p[2]), len: uint32(p[3])})
-	if errno != ErrnoSuccess {
+func pathFilestatSetTimes(_ context.Context, in *Instance, mod api.Module, p []uint64) errnum {
+	dir, name, errno := in.dirPath(memOf(mod), pathArg{fd: uint32(p[0]), right: rightPathFilestatSetTimes, ptr: uint32(p[2]), len: uint32(p[3])})
+	if errno != errnoSuccess {
 		return errno
 	}
 	a, mt, errno := times(p[4], p[5], uint16(p[6]))
-	if errno != ErrnoSuccess {
+	if errno != errnoSuccess {
 		return errno
 	}
 	if dir.readOnly {
-		return ErrnoRofs
+		return errnoRofs
 	}
 	if uint32(p[1])&lookupSymlinkFollow == 0 {
 		info, err := dir.root.Lstat(name)
@@ -269,7 +269,7 @@ func pathFilestatSetTimes(_ context.Context, in *Instance, mod api.Module, p []u
 		}
 		if info.Mode()&fs.ModeSymlink != 0 {
 			if uint16(p[6]) == 0 {
-				return ErrnoSuccess
+				return errnoSuccess
 			}
 			return errnoOf(lchtimes(dir.root, name, a, mt))
 		}
@@ -281,11 +281,11 @@ func pathFilestatSetTimes(_ context.Context, in *Instance, mod api.Module, p []u
 	return errnoOf(dir.root.Chtimes(name, a, mt))
 }
 
-func pathLink(ctx context.Context, in *Instance, mod api.Module, p []uint64) Errno {
+func pathLink(ctx context.Context, in *Instance, mod api.Module, p []uint64) errnum {
 	root, oldName, newName, errno := in.twoWritablePaths(mod,
-		pathArg{fd: uint32(p[0]), right: RightPathLinkSource, ptr: uint32(p[2]), len: uint32(p[3])},
-		pathArg{fd: uint32(p[4]), right: RightPathLinkTarget, ptr: uint32(p[5]), len: uint32(p[6])})
-	if errno != ErrnoSuccess {
+		pathArg{fd: uint32(p[0]), right: rightPathLinkSource, ptr: uint32(p[2]), len: uint32(p[3])},
+		pathArg{fd: uint32(p[4]), right: rightPathLinkTarget, ptr: uint32(p[5]), len: uint32(p[6])})
+	if errno != errnoSuccess {
 		return errno
 	}
 	if uint32(p[1])&lookupSymlinkFollow != 0 {
@@ -296,14 +296,14 @@ func pathLink(ctx context.Context, in *Instance, mod api.Module, p []uint64) Err
 		if info.Mode()&fs.ModeSymlink != 0 {
 			// os.Root cannot link what a symbolic link names (linkat
 			// with AT_SYMLINK_FOLLOW); EINVAL, as wasmtime answers.
-			return ErrnoInval
+			return errnoInval
 		}
 	}
-	if errno := in.checkMove(ctx, uint32(p[0]), root, oldName, newName, false); errno != ErrnoSuccess {
+	if errno := in.checkMove(ctx, uint32(p[0]), root, oldName, newName, false); errno != errnoSuccess {
 		return errno
 	}
 	if !in.reserveEntry(0) {
-		return ErrnoDquot
+		return errnoDquot
 	}
 	err := root.Link(oldName, newName)
 	if err != nil {
@@ -312,31 +312,31 @@ func pathLink(ctx context.Context, in *Instance, mod api.Module, p []uint64) Err
 	return errnoOf(err)
 }
 
-func pathReadlink(_ context.Context, in *Instance, mod api.Module, p []uint64) Errno {
+func pathReadlink(_ context.Context, in *Instance, mod api.Module, p []uint64) errnum {
 	m := memOf(mod)
-	dir, name, errno := in.dirPath(m, pathArg{fd: uint32(p[0]), right: RightPathReadlink, ptr: uint32(p[1]), len: uint32(p[2])})
-	if errno != ErrnoSuccess {
+	dir, name, errno := in.dirPath(m, pathArg{fd: uint32(p[0]), right: rightPathReadlink, ptr: uint32(p[1]), len: uint32(p[2])})
+	if errno != errnoSuccess {
 		return errno
 	}
 	buf, ok := m.slice(uint32(p[3]), uint32(p[4]))
 	if !ok || !m.ok(uint32(p[5]), 4) {
-		return ErrnoFault
+		return errnoFault
 	}
 	target, err := dir.root.Readlink(name)
 	if err != nil {
 		return errnoOf(err)
 	}
 	m.putU32(uint32(p[5]), uint32(copy(buf, target)))
-	return ErrnoSuccess
+	return errnoSuccess
 }
 
-func pathRemoveDirectory(_ context.Context, in *Instance, mod api.Module, p []uint64) Errno {
-	dir, name, errno := in.dirPath(memOf(mod), pathArg{fd: uint32(p[0]), right: RightPathRemoveDirectory, ptr: uint32(p[1]), len: uint32(p[2])})
-	if errno != ErrnoSuccess {
+func pathRemoveDirectory(_ context.Context, in *Instance, mod api.Module, p []uint64) errnum {
+	dir, name, errno := in.dirPath(memOf(mod), pathArg{fd: uint32(p[0]), right: rightPathRemoveDirectory, ptr: uint32(p[1]), len: uint32(p[2])})
+	if errno != errnoSuccess {
 		return errno
 	}
 	if dir.readOnly {
-		return ErrnoRofs
+		return errnoRofs
 	}
 	// Root.Remove removes files too; check the kind first.
 	info, err := dir.root.Lstat(name)
@@ -344,18 +344,18 @@ func pathRemoveDirectory(_ context.Context, in *Instance, mod api.Module, p []ui
 		return errnoOf(err)
 	}
 	if !info.IsDir() {
-		return ErrnoNotdir
+		return errnoNotdir
 	}
 	return errnoOf(dir.root.Remove(name))
 }
 
-func pathUnlinkFile(_ context.Context, in *Instance, mod api.Module, p []uint64) Errno {
-	dir, name, errno := in.dirPath(memOf(mod), pathArg{fd: uint32(p[0]), right: RightPathUnlinkFile, ptr: uint32(p[1]), len: uint32(p[2])})
-	if errno != ErrnoSuccess {
+func pathUnlinkFile(_ context.Context, in *Instance, mod api.Module, p []uint64) errnum {
+	dir, name, errno := in.dirPath(memOf(mod), pathArg{fd: uint32(p[0]), right: rightPathUnlinkFile, ptr: uint32(p[1]), len: uint32(p[2])})
+	if errno != errnoSuccess {
 		return errno
 	}
 	if dir.readOnly {
-		return ErrnoRofs
+		return errnoRofs
 	}
 	// Root.Remove removes empty directories too; check the kind first.
 	info, err := dir.root.Lstat(name)
@@ -363,22 +363,22 @@ func pathUnlinkFile(_ context.Context, in *Instance, mod api.Module, p []uint64)
 		return errnoOf(err)
 	}
 	if info.IsDir() {
-		return ErrnoIsdir
+		return errnoIsdir
 	}
 	if strings.HasSuffix(name, "/") {
-		return ErrnoNotdir
+		return errnoNotdir
 	}
 	return errnoOf(dir.root.Remove(name))
 }
 
-func pathRename(ctx context.Context, in *Instance, mod api.Module, p []uint64) Errno {
+func pathRename(ctx context.Context, in *Instance, mod api.Module, p []uint64) errnum {
 	root, oldName, newName, errno := in.twoWritablePaths(mod,
-		pathArg{fd: uint32(p[0]), right: RightPathRenameSource, ptr: uint32(p[1]), len: uint32(p[2])},
-		pathArg{fd: uint32(p[3]), right: RightPathRenameTarget, ptr: uint32(p[4]), len: uint32(p[5])})
-	if errno != ErrnoSuccess {
+		pathArg{fd: uint32(p[0]), right: rightPathRenameSource, ptr: uint32(p[1]), len: uint32(p[2])},
+		pathArg{fd: uint32(p[3]), right: rightPathRenameTarget, ptr: uint32(p[4]), len: uint32(p[5])})
+	if errno != errnoSuccess {
 		return errno
 	}
-	if errno := in.checkMove(ctx, uint32(p[0]), root, oldName, newName, true); errno != ErrnoSuccess {
+	if errno := in.checkMove(ctx, uint32(p[0]), root, oldName, newName, true); errno != errnoSuccess {
 		return errno
 	}
 	err := root.Rename(oldName, newName)
@@ -405,18 +405,18 @@ type pathArg struct {
 // twoWritablePaths resolves the two operands of path_link and path_rename:
 // both directories must hold their rights and be writable, and both paths
 // must lie in one mount (twoDirs), in whose root they are returned.
-func (in *Instance) twoWritablePaths(mod api.Module, from, to pathArg) (*os.Root, string, string, Errno) {
+func (in *Instance) twoWritablePaths(mod api.Module, from, to pathArg) (*os.Root, string, string, errnum) {
 	m := memOf(mod)
 	a, oldName, errno := in.dirPath(m, from)
-	if errno != ErrnoSuccess {
+	if errno != errnoSuccess {
 		return nil, "", "", errno
 	}
 	b, newName, errno := in.dirPath(m, to)
-	if errno != ErrnoSuccess {
+	if errno != errnoSuccess {
 		return nil, "", "", errno
 	}
 	if a.readOnly || b.readOnly {
-		return nil, "", "", ErrnoRofs
+		return nil, "", "", errnoRofs
 	}
 	return in.twoDirs(a, oldName, b, newName)
 }
@@ -425,33 +425,33 @@ func (in *Instance) twoWritablePaths(mod api.Module, from, to pathArg) (*os.Root
 // by os.Root; the rule of links.go (checkNewLink) keeps every link inside
 // its mount for the host as well. The new entry and its target's length are
 // charged to the write budget.
-func pathSymlink(_ context.Context, in *Instance, mod api.Module, p []uint64) Errno {
-	dir, errno := in.dirFor(uint32(p[2]), RightPathSymlink)
-	if errno != ErrnoSuccess {
+func pathSymlink(_ context.Context, in *Instance, mod api.Module, p []uint64) errnum {
+	dir, errno := in.dirFor(uint32(p[2]), rightPathSymlink)
+	if errno != errnoSuccess {
 		return errno
 	}
 	m := memOf(mod)
 	target, ok := m.str(uint32(p[0]), uint32(p[1]))
 	if !ok {
-		return ErrnoFault
+		return errnoFault
 	}
 	name, errno := readPath(m, uint32(p[3]), uint32(p[4]))
-	if errno != ErrnoSuccess {
+	if errno != errnoSuccess {
 		return errno
 	}
 	switch {
 	case dir.readOnly:
-		return ErrnoRofs
+		return errnoRofs
 	case target == "":
-		return ErrnoNoent
+		return errnoNoent
 	case strings.IndexByte(target, 0) >= 0:
-		return ErrnoInval
+		return errnoInval
 	}
-	if errno := in.checkNewLink(dir, target, name); errno != ErrnoSuccess {
+	if errno := in.checkNewLink(dir, target, name); errno != errnoSuccess {
 		return errno
 	}
 	if !in.reserveEntry(len(target)) {
-		return ErrnoDquot
+		return errnoDquot
 	}
 	err := dir.root.Symlink(target, name)
 	if err != nil {

@@ -28,15 +28,15 @@ type subscription struct {
 // passed, stdin has bytes or reached end of file, or any other descriptor
 // (always ready: files, stdout, stderr). It ends the instance when ctx is
 // done or the Instance is closed while waiting.
-func pollOneoff(ctx context.Context, in *Instance, mod api.Module, p []uint64) Errno {
+func pollOneoff(ctx context.Context, in *Instance, mod api.Module, p []uint64) errnum {
 	m := memOf(mod)
 	inPtr, outPtr, n, neventsPtr := uint32(p[0]), uint32(p[1]), uint32(p[2]), uint32(p[3])
 	if n == 0 || n > maxSubscriptions {
-		return ErrnoInval
+		return errnoInval
 	}
 	raw, ok := m.slice(inPtr, n*sizeSubscription)
 	if !ok || !m.ok(outPtr, n*sizeEvent) || !m.ok(neventsPtr, 4) {
-		return ErrnoFault
+		return errnoFault
 	}
 	subs := make([]subscription, n)
 	now := time.Now()
@@ -52,7 +52,7 @@ func pollOneoff(ctx context.Context, in *Instance, mod api.Module, p []uint64) E
 		case eventtypeFdRead, eventtypeFdWrite:
 			s.fd = rd32(r[16:])
 		default:
-			return ErrnoInval
+			return errnoInval
 		}
 	}
 	// Copy the events out only at the end: in and out may overlap.
@@ -68,7 +68,7 @@ func pollOneoff(ctx context.Context, in *Instance, mod api.Module, p []uint64) E
 				copy(out[i*sizeEvent:(i+1)*sizeEvent], ev[:])
 			}
 			m.putU32(neventsPtr, uint32(len(events)))
-			return ErrnoSuccess
+			return errnoSuccess
 		}
 		if in.beforePollWait != nil {
 			in.beforePollWait()
@@ -104,7 +104,7 @@ func (in *Instance) clockDeadline(now time.Time, id uint32, timeout uint64, flag
 // as it was in the snapshot stdin.
 func (in *Instance) readyEvents(subs []subscription, now time.Time, stdin stdinState) [][sizeEvent]byte {
 	var events [][sizeEvent]byte
-	add := func(s *subscription, errno Errno, nbytes uint64, flags uint16) {
+	add := func(s *subscription, errno errnum, nbytes uint64, flags uint16) {
 		var ev [sizeEvent]byte
 		le64(ev[0:], s.userdata)
 		le16(ev[8:], uint16(errno))
@@ -117,28 +117,28 @@ func (in *Instance) readyEvents(subs []subscription, now time.Time, stdin stdinS
 		s := &subs[i]
 		if s.tag == eventtypeClock {
 			if s.deadline.IsZero() {
-				add(s, ErrnoInval, 0, 0)
+				add(s, errnoInval, 0, 0)
 			} else if !now.Before(s.deadline) {
-				add(s, ErrnoSuccess, 0, 0)
+				add(s, errnoSuccess, 0, 0)
 			}
 			continue
 		}
 		e, errno := in.get(s.fd)
-		if errno != ErrnoSuccess {
+		if errno != errnoSuccess {
 			add(s, errno, 0, 0)
 			continue
 		}
 		switch {
 		case e.kind == kindStdin && s.tag == eventtypeFdRead:
 			if stdin.eof {
-				add(s, ErrnoSuccess, 0, eventFdReadwriteHangup)
+				add(s, errnoSuccess, 0, eventFdReadwriteHangup)
 			} else if stdin.buffered > 0 {
-				add(s, ErrnoSuccess, uint64(stdin.buffered), 0)
+				add(s, errnoSuccess, uint64(stdin.buffered), 0)
 			}
 		case e.kind == kindStdin, (e.kind == kindStdout || e.kind == kindStderr) && s.tag == eventtypeFdRead:
-			add(s, ErrnoBadf, 0, 0)
-		case e.base&RightPollFdReadwrite == 0 && e.kind != kindDir:
-			add(s, ErrnoNotcapable, 0, 0)
+			add(s, errnoBadf, 0, 0)
+		case e.base&rightPollFdReadwrite == 0 && e.kind != kindDir:
+			add(s, errnoNotcapable, 0, 0)
 		default:
 			var nbytes uint64
 			if e.kind == kindFile && s.tag == eventtypeFdRead {
@@ -148,7 +148,7 @@ func (in *Instance) readyEvents(subs []subscription, now time.Time, stdin stdinS
 					}
 				}
 			}
-			add(s, ErrnoSuccess, nbytes, 0)
+			add(s, errnoSuccess, nbytes, 0)
 		}
 	}
 	return events
@@ -191,6 +191,6 @@ func (in *Instance) wait(ctx context.Context, mod api.Module, wake <-chan struct
 	case <-ctx.Done():
 		exitForContext(ctx, mod)
 	case <-in.closed:
-		exit(ctx, mod, ExitCodeAborted)
+		exit(ctx, mod, exitCodeAborted)
 	}
 }

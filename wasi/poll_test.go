@@ -84,8 +84,8 @@ func TestPollOneoff(t *testing.T) {
 			putClock(m, 2, 6, 9, 0, 0)
 			putFd(m, 3, 9, eventtypeFdRead, 0) // empty open stdin: not ready
 			return 4
-		}, want: []event{{userdata: 4, typ: eventtypeFdWrite}, {userdata: 5, typ: eventtypeFdRead, errno: uint16(ErrnoBadf)},
-			{userdata: 6, typ: eventtypeClock, errno: uint16(ErrnoInval)}}},
+		}, want: []event{{userdata: 4, typ: eventtypeFdWrite}, {userdata: 5, typ: eventtypeFdRead, errno: uint16(errnoBadf)},
+			{userdata: 6, typ: eventtypeClock, errno: uint16(errnoInval)}}},
 		{name: "deadline ends a wait on stdin", setup: func(h *hostBench, m memory) int {
 			putFd(m, 0, 1, eventtypeFdRead, 0)
 			return 1
@@ -104,7 +104,7 @@ func TestPollOneoff(t *testing.T) {
 			putFd(m, 0, 1, eventtypeFdRead, 0)
 			time.AfterFunc(50*time.Millisecond, func() { h.in.Close() })
 			return 1
-		}, exit: ExitCodeAborted},
+		}, exit: exitCodeAborted},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -124,7 +124,7 @@ func TestPollOneoff(t *testing.T) {
 				}
 				return
 			}
-			if exited || errno != ErrnoSuccess {
+			if exited || errno != errnoSuccess {
 				t.Fatalf("errno %d, exited %v", errno, exited)
 			}
 			if waited := time.Since(start); waited < tt.minWait || waited > 10*time.Second {
@@ -149,14 +149,14 @@ func TestStdinReadModes(t *testing.T) {
 	// iovec at 0 -> 64 bytes at 100; nread at 50.
 	m.putU32(0, 100)
 	m.putU32(4, 64)
-	if errno, _ := h.call(h.ctx, fdFdstatSetFlags, 0, uint64(fdflagNonblock)); errno != ErrnoSuccess {
+	if errno, _ := h.call(h.ctx, fdFdstatSetFlags, 0, uint64(fdflagNonblock)); errno != errnoSuccess {
 		t.Fatal(errno)
 	}
-	if errno, _ := h.call(h.ctx, fdRead, 0, 0, 1, 50); errno != ErrnoAgain {
+	if errno, _ := h.call(h.ctx, fdRead, 0, 0, 1, 50); errno != errnoAgain {
 		t.Fatalf("non-blocking read of empty stdin: %d, want EAGAIN", errno)
 	}
 	h.in.cfg.Stdin.Write([]byte("line\n"))
-	if errno, _ := h.call(h.ctx, fdRead, 0, 0, 1, 50); errno != ErrnoSuccess {
+	if errno, _ := h.call(h.ctx, fdRead, 0, 0, 1, 50); errno != errnoSuccess {
 		t.Fatal(errno)
 	}
 	if n, _ := m.u32(50); n != 5 {
@@ -164,7 +164,7 @@ func TestStdinReadModes(t *testing.T) {
 	}
 	h.call(h.ctx, fdFdstatSetFlags, 0, 0)
 	time.AfterFunc(20*time.Millisecond, func() { h.in.cfg.Stdin.CloseWrite() })
-	if errno, exited := h.call(h.ctx, fdRead, 0, 0, 1, 50); errno != ErrnoSuccess || exited {
+	if errno, exited := h.call(h.ctx, fdRead, 0, 0, 1, 50); errno != errnoSuccess || exited {
 		t.Fatalf("blocking read until EOF: %d %v", errno, exited)
 	}
 	if n, _ := m.u32(50); n != 0 {
@@ -174,7 +174,7 @@ func TestStdinReadModes(t *testing.T) {
 	h.call(h.ctx, fdFdstatSetFlags, 0, uint64(fdflagNonblock))
 	h.call(h.ctx, fdFdstatGet, 0, 200)
 	b, _ := m.slice(200, sizeFdstat)
-	if b[0] != filetypeCharacterDevice || rd16(b[2:]) != fdflagNonblock || rd64(b[8:])&(RightFdSeek|RightFdTell) != 0 {
+	if b[0] != filetypeCharacterDevice || rd16(b[2:]) != fdflagNonblock || rd64(b[8:])&(rightFdSeek|rightFdTell) != 0 {
 		t.Fatalf("fdstat of stdin: type %d flags %d rights %#x", b[0], rd16(b[2:]), rd64(b[8:]))
 	}
 }
@@ -211,7 +211,7 @@ func TestPollDoesNotLoseAWakeUp(t *testing.T) {
 			if exited {
 				t.Fatalf("poll_oneoff never saw the %s and ended with %#x", tt.name, h.lastExit)
 			}
-			if errno != ErrnoSuccess {
+			if errno != errnoSuccess {
 				t.Fatalf("errno %d", errno)
 			}
 			if got := readEvents(t, m); len(got) != 1 || got[0] != tt.want {

@@ -24,27 +24,27 @@ func TestDirectoryDescriptorFailsLikePOSIX(t *testing.T) {
 	os.Mkdir(filepath.Join(host, "d"), 0o755)
 	d := openDir(t, h, "d")
 	errno, _ := h.call(h.ctx, fdFdstatGet, d, 200)
-	if errno != ErrnoSuccess {
+	if errno != errnoSuccess {
 		t.Fatal(errno)
 	}
 	st, _ := memOf(h.mod).slice(200, sizeFdstat)
-	if rd64(st[8:])&RightFdSeek != 0 {
+	if rd64(st[8:])&rightFdSeek != 0 {
 		t.Errorf("a directory fd carries the fd_seek right (base %#x)", rd64(st[8:]))
 	}
-	file := openFile(t, h, "file", RightFdRead|RightFdAllocate)
+	file := openFile(t, h, "file", rightFdRead|rightFdAllocate)
 	tests := []struct {
 		name string
 		fn   hostFunc
 		args []uint64
-		want Errno
+		want errnum
 	}{
-		{"fd_allocate on a directory", fdAllocate, []uint64{d, 0, 1}, ErrnoBadf},
-		{"fd_allocate on the preopen", fdAllocate, []uint64{3, 0, 1}, ErrnoBadf},
-		{"fd_allocate on stdout", fdAllocate, []uint64{1, 0, 1}, ErrnoSpipe},
-		{"fd_allocate on a file stays ENOTSUP (ABI 1)", fdAllocate, []uint64{file, 0, 1}, ErrnoNotsup},
-		{"fd_allocate on a closed fd", fdAllocate, []uint64{99, 0, 1}, ErrnoBadf},
-		{"fd_seek on a directory", fdSeek, []uint64{d, 0, whenceSet, 300}, ErrnoIsdir},
-		{"fd_tell on a directory", fdTell, []uint64{d, 300}, ErrnoIsdir},
+		{"fd_allocate on a directory", fdAllocate, []uint64{d, 0, 1}, errnoBadf},
+		{"fd_allocate on the preopen", fdAllocate, []uint64{3, 0, 1}, errnoBadf},
+		{"fd_allocate on stdout", fdAllocate, []uint64{1, 0, 1}, errnoSpipe},
+		{"fd_allocate on a file stays ENOTSUP (ABI 1)", fdAllocate, []uint64{file, 0, 1}, errnoNotsup},
+		{"fd_allocate on a closed fd", fdAllocate, []uint64{99, 0, 1}, errnoBadf},
+		{"fd_seek on a directory", fdSeek, []uint64{d, 0, whenceSet, 300}, errnoIsdir},
+		{"fd_tell on a directory", fdTell, []uint64{d, 300}, errnoIsdir},
 	}
 	for _, tt := range tests {
 		if errno, _ := h.call(h.ctx, tt.fn, tt.args...); errno != tt.want {
@@ -57,7 +57,7 @@ func TestDirectoryDescriptorFailsLikePOSIX(t *testing.T) {
 func openFile(t *testing.T, h *hostBench, name string, rights uint64) uint64 {
 	t.Helper()
 	p, n := putStr(h, 500, name)
-	if errno, _ := h.call(h.ctx, pathOpen, 3, 1, p, n, 0, rights, 0, 0, 600); errno != ErrnoSuccess {
+	if errno, _ := h.call(h.ctx, pathOpen, 3, 1, p, n, 0, rights, 0, 0, 600); errno != errnoSuccess {
 		t.Fatalf("open %s: %d", name, errno)
 	}
 	fd, _ := memOf(h.mod).u32(600)
@@ -71,13 +71,13 @@ func TestPathLinkFollowingASymlinkIsEINVAL(t *testing.T) {
 	tests := []struct {
 		old, new string
 		flags    uint64
-		want     Errno
+		want     errnum
 		exists   bool // new exists afterwards
 	}{
-		{"link", "viaLink", uint64(lookupSymlinkFollow), ErrnoInval, false},
-		{"dangling", "viaDangling", uint64(lookupSymlinkFollow), ErrnoInval, false},
-		{"file", "viaFile", uint64(lookupSymlinkFollow), ErrnoSuccess, true},
-		{"link", "linkItself", 0, ErrnoSuccess, true},
+		{"link", "viaLink", uint64(lookupSymlinkFollow), errnoInval, false},
+		{"dangling", "viaDangling", uint64(lookupSymlinkFollow), errnoInval, false},
+		{"file", "viaFile", uint64(lookupSymlinkFollow), errnoSuccess, true},
+		{"link", "linkItself", 0, errnoSuccess, true},
 	}
 	for _, tt := range tests {
 		op, ol := putStr(h, 700, tt.old)
@@ -106,14 +106,14 @@ func TestPathRenameOntoADirectory(t *testing.T) {
 	os.Mkdir(at("emptyForFile"), 0o755)
 	tests := []struct {
 		name, old, new string
-		want           Errno
+		want           errnum
 		check          string // a host path that must exist afterwards
 	}{
-		{"directory onto an empty directory", "src", "empty", ErrnoSuccess, "empty/kept"},
-		{"directory onto a non-empty directory", "src2", "full", ErrnoNotempty, "full/sub"},
-		{"file onto a directory", "file", "emptyForFile", ErrnoIsdir, "file"},
-		{"directory onto itself", "full", "full", ErrnoSuccess, "full/sub"},
-		{"trailing slashes", "src2/", "empty/", ErrnoNotempty, "src2"},
+		{"directory onto an empty directory", "src", "empty", errnoSuccess, "empty/kept"},
+		{"directory onto a non-empty directory", "src2", "full", errnoNotempty, "full/sub"},
+		{"file onto a directory", "file", "emptyForFile", errnoIsdir, "file"},
+		{"directory onto itself", "full", "full", errnoSuccess, "full/sub"},
+		{"trailing slashes", "src2/", "empty/", errnoNotempty, "src2"},
 	}
 	for _, tt := range tests {
 		op, ol := putStr(h, 700, tt.old)
@@ -143,7 +143,7 @@ func TestSetTimesOfASymlinkItself(t *testing.T) {
 		linkMtime := time.Unix(1_000_000, 123_000_000)
 		p, n := putStr(h, 700, name)
 		errno, _ := h.call(h.ctx, pathFilestatSetTimes, 3, 0, p, n, 0, uint64(linkMtime.UnixNano()), uint64(fstMtim))
-		if errno != ErrnoSuccess {
+		if errno != errnoSuccess {
 			t.Fatalf("set_times on %s itself: errno %d", name, errno)
 		}
 		info, err := os.Lstat(filepath.Join(host, name))
@@ -157,7 +157,7 @@ func TestSetTimesOfASymlinkItself(t *testing.T) {
 	// With symlink_follow the target's times change.
 	target := time.Unix(2_000_000, 0)
 	p, n := putStr(h, 700, "link")
-	if errno, _ := h.call(h.ctx, pathFilestatSetTimes, 3, uint64(lookupSymlinkFollow), p, n, 0, uint64(target.UnixNano()), uint64(fstMtim)); errno != ErrnoSuccess {
+	if errno, _ := h.call(h.ctx, pathFilestatSetTimes, 3, uint64(lookupSymlinkFollow), p, n, 0, uint64(target.UnixNano()), uint64(fstMtim)); errno != errnoSuccess {
 		t.Fatal(errno)
 	}
 	if info, _ := os.Stat(filepath.Join(host, "file")); !info.ModTime().Equal(target) {

@@ -116,22 +116,22 @@ func (r *dirReader) seek(ctx context.Context, mod api.Module, root *os.Root, coo
 // just after the chunk last read (a guest continuing, or retrying a
 // truncated entry) costs one chunk at most; any other cookie reads again
 // from the start.
-func fdReaddir(ctx context.Context, in *Instance, mod api.Module, p []uint64) Errno {
+func fdReaddir(ctx context.Context, in *Instance, mod api.Module, p []uint64) errnum {
 	e, errno := in.get(uint32(p[0]))
-	if errno != ErrnoSuccess {
+	if errno != errnoSuccess {
 		return errno
 	}
 	m := memOf(mod)
 	bufPtr, bufLen, cookie, resPtr := uint32(p[1]), uint32(p[2]), p[3], uint32(p[4])
 	buf, ok := m.slice(bufPtr, bufLen)
 	if !ok || !m.ok(resPtr, 4) {
-		return ErrnoFault
+		return errnoFault
 	}
 	switch {
 	case e.kind != kindDir:
-		return ErrnoNotdir
-	case e.base&RightFdReaddir == 0:
-		return ErrnoNotcapable
+		return errnoNotdir
+	case e.base&rightFdReaddir == 0:
+		return errnoNotcapable
 	}
 	if e.dir == nil {
 		e.dir = &dirReader{}
@@ -162,5 +162,5 @@ func fdReaddir(ctx context.Context, in *Instance, mod api.Module, p []uint64) Er
 		used += uint32(copy(buf[used:], d.name))
 	}
 	m.putU32(resPtr, used)
-	return ErrnoSuccess
+	return errnoSuccess
 }

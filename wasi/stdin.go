@@ -46,13 +46,6 @@ func (s *Stdin) CloseWrite() error {
 	return nil
 }
 
-// Buffered is how many written bytes the guest has not read yet.
-func (s *Stdin) Buffered() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.buf)
-}
-
 func (s *Stdin) signal() {
 	close(s.wake)
 	s.wake = make(chan struct{})

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/subako/subako-runner/internal/abi"
 	"github.com/subako/subako-runner/internal/testguest"
 	"github.com/subako/subako-runner/wasi"
 	"github.com/tetratelabs/wazero/sys"
@@ -98,7 +99,7 @@ func TestStdoutErrorAbortsInstance(t *testing.T) {
 	wasm := testguest.Go(t, "../testdata/wasi/go/basics")
 	code, err := run(t, context.Background(), wasm, wasi.Config{Stdout: failWriter{}})
 	if err != nil || code != wasi.ExitCodeAborted {
-		t.Fatalf("exit %#x, err %v; want ExitCodeAborted", code, err)
+		t.Fatalf("exit %#x, err %v; want exitCodeAborted", code, err)
 	}
 }
 
@@ -140,7 +141,7 @@ func TestMissingInstanceIsAnError(t *testing.T) {
 	wasm := testguest.Go(t, "../testdata/wasi/go/basics")
 	ctx := context.Background()
 	_, err := runWithoutInstance(t, ctx, wasm)
-	if !errors.Is(err, wasi.ErrNoInstance) {
-		t.Fatalf("got %v, want ErrNoInstance", err)
+	if !errors.Is(err, abi.ErrNoState) || !strings.Contains(err.Error(), "wasi.WithInstance") {
+		t.Fatalf("got %v, want abi.ErrNoState naming wasi.WithInstance", err)
 	}
 }

@@ -52,28 +52,28 @@ func (h *hostBench) str(slot int, s string) (uint64, uint64) {
 	return uint64(at), uint64(len(s))
 }
 
-func (h *hostBench) symlink(target string, fd uint64, name string) Errno {
+func (h *hostBench) symlink(target string, fd uint64, name string) errnum {
 	tp, tl := h.str(0, target)
 	np, nl := h.str(1, name)
 	errno, _ := h.call(h.ctx, pathSymlink, tp, tl, fd, np, nl)
 	return errno
 }
 
-func (h *hostBench) rename(oldFd uint64, oldName string, newFd uint64, newName string) Errno {
+func (h *hostBench) rename(oldFd uint64, oldName string, newFd uint64, newName string) errnum {
 	op, ol := h.str(0, oldName)
 	np, nl := h.str(1, newName)
 	errno, _ := h.call(h.ctx, pathRename, oldFd, op, ol, newFd, np, nl)
 	return errno
 }
 
-func (h *hostBench) link(oldFd uint64, oldName string, newFd uint64, newName string) Errno {
+func (h *hostBench) link(oldFd uint64, oldName string, newFd uint64, newName string) errnum {
 	op, ol := h.str(0, oldName)
 	np, nl := h.str(1, newName)
 	errno, _ := h.call(h.ctx, pathLink, oldFd, 0, op, ol, newFd, np, nl)
 	return errno
 }
 
-func (h *hostBench) mkdir(fd uint64, name string) Errno {
+func (h *hostBench) mkdir(fd uint64, name string) errnum {
 	p, l := h.str(0, name)
 	errno, _ := h.call(h.ctx, pathCreateDirectory, fd, p, l)
 	return errno
@@ -113,41 +113,41 @@ func TestSymlinkTargetIsCheckedFromTheRealDirectory(t *testing.T) {
 	h, mount := linkBench(t, nil)
 	steps := []struct {
 		name string
-		do   func() Errno
-		want Errno
+		do   func() errnum
+		want errnum
 	}{
-		{"a link to its own directory", func() Errno { return h.symlink(".", 3, "d") }, ErrnoSuccess},
-		{"through d/d/d/d, four levels up is outside", func() Errno {
+		{"a link to its own directory", func() errnum { return h.symlink(".", 3, "d") }, errnoSuccess},
+		{"through d/d/d/d, four levels up is outside", func() errnum {
 			return h.symlink("../../../../x", openDir(t, h, "d/d/d/d"), "l")
-		}, ErrnoNotcapable},
-		{"a name then dot-dot: s/.. where s is the directory itself", func() Errno {
-			if e := h.symlink(".", 3, "s"); e != ErrnoSuccess {
+		}, errnoNotcapable},
+		{"a name then dot-dot: s/.. where s is the directory itself", func() errnum {
+			if e := h.symlink(".", 3, "s"); e != errnoSuccess {
 				return e
 			}
 			return h.symlink("s/..", 3, "l2")
-		}, ErrnoNotcapable},
-		{"the same before s exists", func() Errno { return h.symlink("t/..", 3, "l3") }, ErrnoNotcapable},
-		{"dot-dot in the middle of the name part", func() Errno { return h.symlink("d/../../x", 3, "l4") }, ErrnoNotcapable},
-		{"a directory descriptor whose directory moved up", func() Errno {
+		}, errnoNotcapable},
+		{"the same before s exists", func() errnum { return h.symlink("t/..", 3, "l3") }, errnoNotcapable},
+		{"dot-dot in the middle of the name part", func() errnum { return h.symlink("d/../../x", 3, "l4") }, errnoNotcapable},
+		{"a directory descriptor whose directory moved up", func() errnum {
 			for _, d := range []string{"b", "b/c", "b/c/a"} {
-				if e := h.mkdir(3, d); e != ErrnoSuccess {
+				if e := h.mkdir(3, d); e != errnoSuccess {
 					return e
 				}
 			}
 			fd := openDir(t, h, "b/c/a")
-			if e := h.rename(3, "b/c/a", 3, "a"); e != ErrnoSuccess {
+			if e := h.rename(3, "b/c/a", 3, "a"); e != errnoSuccess {
 				return e
 			}
 			return h.symlink("../../x", fd, "l5")
-		}, ErrnoNotcapable},
-		{"up and back inside is fine", func() Errno {
+		}, errnoNotcapable},
+		{"up and back inside is fine", func() errnum {
 			h.mkdir(3, "p")
 			h.mkdir(3, "p/q")
 			return h.symlink("../../x", 3, "p/q/ok")
-		}, ErrnoSuccess},
-		{"from a descriptor of a real subdirectory", func() Errno { return h.symlink("../x", openDir(t, h, "p"), "ok2") }, ErrnoSuccess},
-		{"through the loop, as deep as it really is", func() Errno { return h.symlink("../x", openDir(t, h, "d/d/p"), "ok3") }, ErrnoSuccess},
-		{"absolute", func() Errno { return h.symlink("/x", 3, "abs") }, ErrnoNotcapable},
+		}, errnoSuccess},
+		{"from a descriptor of a real subdirectory", func() errnum { return h.symlink("../x", openDir(t, h, "p"), "ok2") }, errnoSuccess},
+		{"through the loop, as deep as it really is", func() errnum { return h.symlink("../x", openDir(t, h, "d/d/p"), "ok3") }, errnoSuccess},
+		{"absolute", func() errnum { return h.symlink("/x", 3, "abs") }, errnoNotcapable},
 	}
 	for _, s := range steps {
 		if got := s.do(); got != s.want {
@@ -167,50 +167,50 @@ func TestSymlinkMovedByRenameOrLinkIsCheckedAgain(t *testing.T) {
 	var pfd uint64
 	steps := []struct {
 		name string
-		do   func() Errno
-		want Errno
+		do   func() errnum
+		want errnum
 	}{
-		{"a/l -> ../x is inside", func() Errno {
+		{"a/l -> ../x is inside", func() errnum {
 			h.mkdir(3, "a")
 			return h.symlink("../x", 3, "a/l")
-		}, ErrnoSuccess},
-		{"renamed to the top it would leave", func() Errno { return h.rename(3, "a/l", 3, "l") }, ErrnoNotcapable},
-		{"hard-linked to the top it would leave", func() Errno { return h.link(3, "a/l", 3, "l") }, ErrnoNotcapable},
-		{"renamed through two descriptors", func() Errno { return h.rename(openDir(t, h, "a"), "l", 3, "l") }, ErrnoNotcapable},
-		{"linked through two descriptors", func() Errno { return h.link(openDir(t, h, "a"), "l", 3, "l") }, ErrnoNotcapable},
-		{"renamed beside itself", func() Errno { return h.rename(3, "a/l", 3, "a/m") }, ErrnoSuccess},
-		{"hard-linked beside itself", func() Errno { return h.link(3, "a/m", 3, "a/n") }, ErrnoSuccess},
-		{"a directory holding p/q/l -> ../../x", func() Errno {
+		}, errnoSuccess},
+		{"renamed to the top it would leave", func() errnum { return h.rename(3, "a/l", 3, "l") }, errnoNotcapable},
+		{"hard-linked to the top it would leave", func() errnum { return h.link(3, "a/l", 3, "l") }, errnoNotcapable},
+		{"renamed through two descriptors", func() errnum { return h.rename(openDir(t, h, "a"), "l", 3, "l") }, errnoNotcapable},
+		{"linked through two descriptors", func() errnum { return h.link(openDir(t, h, "a"), "l", 3, "l") }, errnoNotcapable},
+		{"renamed beside itself", func() errnum { return h.rename(3, "a/l", 3, "a/m") }, errnoSuccess},
+		{"hard-linked beside itself", func() errnum { return h.link(3, "a/m", 3, "a/n") }, errnoSuccess},
+		{"a directory holding p/q/l -> ../../x", func() errnum {
 			h.mkdir(3, "p")
 			h.mkdir(3, "p/q")
 			h.mkdir(3, "p/q/r")
 			return h.symlink("../../../x", 3, "p/q/r/l")
-		}, ErrnoSuccess},
-		{"moved up, the link in it would leave", func() Errno { return h.rename(3, "p/q", 3, "q") }, ErrnoNotcapable},
-		{"moved deeper, then back up where it still fits", func() Errno {
+		}, errnoSuccess},
+		{"moved up, the link in it would leave", func() errnum { return h.rename(3, "p/q", 3, "q") }, errnoNotcapable},
+		{"moved deeper, then back up where it still fits", func() errnum {
 			h.mkdir(3, "deep")
 			h.mkdir(3, "deep/er")
-			if e := h.rename(3, "p", 3, "deep/er/p"); e != ErrnoSuccess {
+			if e := h.rename(3, "p", 3, "deep/er/p"); e != errnoSuccess {
 				return e
 			}
 			pfd = openDir(t, h, "deep/er/p")
 			return h.rename(3, "deep/er/p", 3, "p")
-		}, ErrnoSuccess},
-		{"moved up through a descriptor opened where the directory was deeper", func() Errno {
+		}, errnoSuccess},
+		{"moved up through a descriptor opened where the directory was deeper", func() errnum {
 			return h.rename(pfd, "q/r", pfd, "r")
-		}, ErrnoNotcapable},
-		{"moved up where it still fits", func() Errno {
+		}, errnoNotcapable},
+		{"moved up where it still fits", func() errnum {
 			h.mkdir(3, "p/s")
 			return h.rename(pfd, "q/r", pfd, "s/r")
-		}, ErrnoSuccess},
-		{"moved sideways", func() Errno { return h.rename(3, "p/q", 3, "p/q2") }, ErrnoSuccess},
-		{"moved deeper", func() Errno { return h.rename(3, "deep", 3, "a/deep") }, ErrnoSuccess},
-		{"a link without dot-dot goes anywhere", func() Errno {
-			if e := h.symlink("x", 3, "a/plain"); e != ErrnoSuccess {
+		}, errnoSuccess},
+		{"moved sideways", func() errnum { return h.rename(3, "p/q", 3, "p/q2") }, errnoSuccess},
+		{"moved deeper", func() errnum { return h.rename(3, "deep", 3, "a/deep") }, errnoSuccess},
+		{"a link without dot-dot goes anywhere", func() errnum {
+			if e := h.symlink("x", 3, "a/plain"); e != errnoSuccess {
 				return e
 			}
 			return h.rename(3, "a/plain", 3, "plain")
-		}, ErrnoSuccess},
+		}, errnoSuccess},
 	}
 	for _, s := range steps {
 		if got := s.do(); got != s.want {
@@ -225,37 +225,37 @@ func TestNewEntriesAreChargedToTheWriteBudget(t *testing.T) {
 	l.MaxEntries = 6
 	budget := limits.NewCallBudget(l)
 	h, mount := linkBench(t, budget)
-	open := func(name string, oflags uint16) Errno {
+	open := func(name string, oflags uint16) errnum {
 		p, n := h.str(0, name)
-		errno, _ := h.call(h.ctx, pathOpen, 3, 1, p, n, uint64(oflags), RightFdRead|RightFdWrite, 0, 0, 100)
+		errno, _ := h.call(h.ctx, pathOpen, 3, 1, p, n, uint64(oflags), rightFdRead|rightFdWrite, 0, 0, 100)
 		return errno
 	}
 	const e = limits.EntryCost
 	steps := []struct {
 		name          string
-		do            func() Errno
-		want          Errno
+		do            func() errnum
+		want          errnum
 		entries, used int64
 	}{
-		{"a directory", func() Errno { return h.mkdir(3, "d") }, ErrnoSuccess, 1, e},
-		{"the same directory again", func() Errno { return h.mkdir(3, "d") }, ErrnoExist, 1, e},
-		{"a link pays its target too", func() Errno { return h.symlink("d/../../../../x", 3, "bad") }, ErrnoNotcapable, 1, e},
-		{"a link", func() Errno { return h.symlink("x", 3, "s") }, ErrnoSuccess, 2, 2*e + 1},
-		{"a file created by path_open", func() Errno { return open("f", oflagCreat) }, ErrnoSuccess, 3, 3*e + 1},
-		{"opening it again with O_CREAT", func() Errno { return open("f", oflagCreat|oflagTrunc) }, ErrnoSuccess, 3, 3*e + 1},
-		{"O_EXCL on it", func() Errno { return open("f", oflagCreat|oflagExcl) }, ErrnoExist, 3, 3*e + 1},
-		{"opening without O_CREAT", func() Errno { return open("x", 0) }, ErrnoSuccess, 3, 3*e + 1},
-		{"a hard link", func() Errno { return h.link(3, "f", 3, "g") }, ErrnoSuccess, 4, 4*e + 1},
-		{"a rename makes nothing", func() Errno { return h.rename(3, "g", 3, "h") }, ErrnoSuccess, 4, 4*e + 1},
-		{"a file through a dangling link", func() Errno {
+		{"a directory", func() errnum { return h.mkdir(3, "d") }, errnoSuccess, 1, e},
+		{"the same directory again", func() errnum { return h.mkdir(3, "d") }, errnoExist, 1, e},
+		{"a link pays its target too", func() errnum { return h.symlink("d/../../../../x", 3, "bad") }, errnoNotcapable, 1, e},
+		{"a link", func() errnum { return h.symlink("x", 3, "s") }, errnoSuccess, 2, 2*e + 1},
+		{"a file created by path_open", func() errnum { return open("f", oflagCreat) }, errnoSuccess, 3, 3*e + 1},
+		{"opening it again with O_CREAT", func() errnum { return open("f", oflagCreat|oflagTrunc) }, errnoSuccess, 3, 3*e + 1},
+		{"O_EXCL on it", func() errnum { return open("f", oflagCreat|oflagExcl) }, errnoExist, 3, 3*e + 1},
+		{"opening without O_CREAT", func() errnum { return open("x", 0) }, errnoSuccess, 3, 3*e + 1},
+		{"a hard link", func() errnum { return h.link(3, "f", 3, "g") }, errnoSuccess, 4, 4*e + 1},
+		{"a rename makes nothing", func() errnum { return h.rename(3, "g", 3, "h") }, errnoSuccess, 4, 4*e + 1},
+		{"a file through a dangling link", func() errnum {
 			h.symlink("made-by-open", 3, "dangling")
 			return open("dangling", oflagCreat)
-		}, ErrnoSuccess, 6, 6*e + 1 + 12},
-		{"past the cap", func() Errno { return h.mkdir(3, "d2") }, ErrnoDquot, 6, 6*e + 1 + 12},
-		{"past the cap, an existing name", func() Errno { return h.mkdir(3, "d") }, ErrnoExist, 6, 6*e + 1 + 12},
-		{"past the cap, a link", func() Errno { return h.symlink("x", 3, "s2") }, ErrnoDquot, 6, 6*e + 1 + 12},
-		{"past the cap, a file", func() Errno { return open("f2", oflagCreat) }, ErrnoDquot, 6, 6*e + 1 + 12},
-		{"past the cap, a hard link", func() Errno { return h.link(3, "f", 3, "g2") }, ErrnoDquot, 6, 6*e + 1 + 12},
+		}, errnoSuccess, 6, 6*e + 1 + 12},
+		{"past the cap", func() errnum { return h.mkdir(3, "d2") }, errnoDquot, 6, 6*e + 1 + 12},
+		{"past the cap, an existing name", func() errnum { return h.mkdir(3, "d") }, errnoExist, 6, 6*e + 1 + 12},
+		{"past the cap, a link", func() errnum { return h.symlink("x", 3, "s2") }, errnoDquot, 6, 6*e + 1 + 12},
+		{"past the cap, a file", func() errnum { return open("f2", oflagCreat) }, errnoDquot, 6, 6*e + 1 + 12},
+		{"past the cap, a hard link", func() errnum { return h.link(3, "f", 3, "g2") }, errnoDquot, 6, 6*e + 1 + 12},
 	}
 	for _, s := range steps {
 		got := s.do()
@@ -273,10 +273,10 @@ func TestNewEntriesAreChargedToTheWriteBudget(t *testing.T) {
 	small.WriteBudget = e + 100
 	b2 := limits.NewCallBudget(small)
 	h2, _ := linkBench(t, b2)
-	if got := h2.mkdir(3, "a"); got != ErrnoSuccess {
+	if got := h2.mkdir(3, "a"); got != errnoSuccess {
 		t.Fatalf("first directory: %d", got)
 	}
-	if got := h2.symlink("x", 3, "l"); got != ErrnoDquot || b2.Used() != e {
+	if got := h2.symlink("x", 3, "l"); got != errnoDquot || b2.Used() != e {
 		t.Fatalf("a link over the bytes left: errno %d, used %d", got, b2.Used())
 	}
 }
@@ -287,14 +287,14 @@ func TestNewEntriesAreChargedToTheWriteBudget(t *testing.T) {
 func TestTwoDescriptorsFollowTheirDirectories(t *testing.T) {
 	h, mount := linkBench(t, nil)
 	h.mkdir(3, "p")
-	must := func(what string, e Errno) {
+	must := func(what string, e errnum) {
 		t.Helper()
-		if e != ErrnoSuccess {
+		if e != errnoSuccess {
 			t.Fatalf("%s: errno %d", what, e)
 		}
 	}
 	p, n := h.str(0, "p/x")
-	errno, _ := h.call(h.ctx, pathOpen, 3, 1, p, n, uint64(oflagCreat), RightFdWrite, 0, 0, 100)
+	errno, _ := h.call(h.ctx, pathOpen, 3, 1, p, n, uint64(oflagCreat), rightFdWrite, 0, 0, 100)
 	must("create p/x", errno)
 	fd := openDir(t, h, "p")
 	must("move p to q", h.rename(3, "p", 3, "q"))

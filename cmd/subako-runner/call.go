@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/subako/subako-runner/limits"
 	"github.com/subako/subako-runner/protocol"
 	"github.com/subako/subako-runner/runtime"
 )
@@ -200,18 +201,8 @@ func printCall(w io.Writer, res *runtime.Result, removed string) (hidden bool) {
 		fmt.Fprintf(w, "structuredContent: %s\n", compact(res.Parsed.StructuredContent))
 	}
 	s := res.Stats
-	fmt.Fprintf(w, "(%.1f ms, peak memory %s, %d bytes written, %d HTTP requests)\n", s.DurationMs, humanBytes(s.MemoryBytes), s.BytesWritten, s.HTTPRequests)
+	fmt.Fprintf(w, "(%.1f ms, peak memory %s, %d bytes written, %d HTTP requests)\n", s.DurationMs, limits.HumanSize(s.MemoryBytes), s.BytesWritten, s.HTTPRequests)
 	return hidden
-}
-
-func humanBytes(n int64) string {
-	switch {
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }
 
 // parseDirFlag parses --dir HOST[::GUEST] (wasmtime's syntax). Without

@@ -138,7 +138,7 @@ func runDiscover(ctx context.Context, e *env, h *hostFlags, lim limits.Limits, p
 
 func printTools(w io.Writer, pkg *runtime.Package) {
 	tools := pkg.Tools()
-	fmt.Fprintf(w, "%s: %d tool(s), discovered in %v\n", pkg.Name(), len(tools), pkg.Discovery.Duration.Round(1e6))
+	fmt.Fprintf(w, "%s: %d tool(s), discovered in %v\n", pkg.Name(), len(tools), pkg.Discovery().Duration.Round(1e6))
 	for _, t := range tools {
 		fmt.Fprintf(w, "\n  %s", t.Name)
 		if t.Title != "" {

@@ -68,7 +68,7 @@ func BenchmarkDownloadToFile(b *testing.B) {
 			b.SetBytes(size)
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				c := NewCall(CallConfig{Policy: p, Files: files, Budget: limits.NewWriteBudget(2 * limits.GiB)})
+				c := NewCall(CallConfig{Policy: p, Files: files, Budget: limits.NewCallBudget(limits.Limits{WriteBudget: 2 * limits.GiB})})
 				r := c.Do(b.Context(), doc)
 				want := `"bytes":` + strconv.FormatInt(size, 10) + `}}}`
 				if len(r) < len(want) || string(r[len(r)-len(want):]) != want {

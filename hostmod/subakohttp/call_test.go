@@ -126,7 +126,7 @@ func TestFileOutputStreamsAndCounts(t *testing.T) {
 	payload := bytes.Repeat([]byte{0, 1, 2, 0xff}, 300<<10) // 1.2 MiB, binary
 	s := newServer(t, func(w http.ResponseWriter, r *http.Request) { w.Write(payload) })
 	files := newDirFiles(t)
-	budget := limits.NewWriteBudget(limits.GiB)
+	budget := limits.NewCallBudget(limits.Limits{WriteBudget: limits.GiB})
 	c := newTestCall(t, callOpts{files: files, budget: budget, policy: PolicyConfig{Allow: []string{s.hostport("127.0.0.1")}, AllowPrivate: loopback()}})
 	r := do(t, c, `{"url":"http://`+s.hostport("127.0.0.1")+`/","output":{"type":"file","path":"/volume/tmp/out.bin"}}`)
 	wantOK(t, r)
@@ -148,7 +148,7 @@ func TestFileOutputStreamsAndCounts(t *testing.T) {
 func TestFileOutputOverBudgetIsEmptied(t *testing.T) {
 	s := newServer(t, func(w http.ResponseWriter, r *http.Request) { w.Write(bytes.Repeat([]byte("x"), 1<<20)) })
 	files := newDirFiles(t)
-	budget := limits.NewWriteBudget(600 << 10)
+	budget := limits.NewCallBudget(limits.Limits{WriteBudget: 600 << 10})
 	c := newTestCall(t, callOpts{files: files, budget: budget, policy: PolicyConfig{Allow: []string{s.hostport("127.0.0.1")}, AllowPrivate: loopback()}})
 	wantKind(t, do(t, c, `{"url":"http://`+s.hostport("127.0.0.1")+`/","output":{"type":"file","path":"/volume/data/o"}}`), KindWriteBudget)
 	if got := files.read(t, "/volume/data/o"); len(got) != 0 {
@@ -295,7 +295,7 @@ func TestFileCopiesStopWithTheCallContext(t *testing.T) {
 		{"output", `{"url":"` + u + `/download","output":{"type":"file","path":"/volume/tmp/out.bin"}}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			budget := limits.NewWriteBudget(2 << 30)
+			budget := limits.NewCallBudget(limits.Limits{WriteBudget: 2 << 30})
 			c := newTestCall(t, callOpts{files: files, budget: budget, policy: PolicyConfig{Allow: []string{srv.hostport("127.0.0.1")}, AllowPrivate: loopback()}})
 			ctx, cf := context.WithCancel(context.Background())
 			defer cf()

@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 )
 
-// Kind is the stable error kind of a subako_http response (host-contract §8).
+// Kind is the stable error kind of a subako_http response (docs/abi.md §8).
 type Kind string
 
-// The error kinds of host-contract §8.
+// The error kinds of docs/abi.md §8.
 const (
 	KindInvalidRequest        Kind = "invalid_request"
 	KindHostNotAllowed        Kind = "host_not_allowed"

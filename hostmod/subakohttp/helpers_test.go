@@ -129,7 +129,7 @@ func newTestCall(t *testing.T, o callOpts) *Call {
 		l = *o.limits
 	}
 	if o.budget == nil {
-		o.budget = limits.NewWriteBudget(l.WriteBudget)
+		o.budget = limits.NewCallBudget(limits.Limits{WriteBudget: l.WriteBudget})
 	}
 	c := NewCall(CallConfig{Policy: p, Files: o.files, Budget: o.budget, Limits: l})
 	c.lookup = func(ctx context.Context, host string) ([]netip.Addr, error) {

@@ -2,14 +2,16 @@ package subakohttp
 
 import (
 	"context"
-	"sync"
+	"fmt"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+
+	"github.com/subako/subako-runner/internal/abi"
 )
 
 // ModuleName is the import module name of ABI 1's HTTP functions.
-const ModuleName = "subako_http"
+const ModuleName = abi.ModuleSubakoHTTP
 
 // Return values of the host functions for misuse of the ABI.
 const (
@@ -18,76 +20,41 @@ const (
 	errLength   int32 = -3 // read_response with the wrong length
 )
 
-// Instantiate defines the host module "subako_http" in r: request and
-// read_response, both (i32, i32) -> i32. Define it once per runtime; each
-// instance's state comes from the context it runs with (WithCall). An
-// instance without a Call is answered as during discovery: every request
-// fails with host_not_allowed.
+// Instantiate defines the host module "subako_http" in r, with the
+// functions and signatures of internal/abi's table. Define it once per
+// runtime; each instance's state comes from the context it runs with
+// (WithCall). A function run without a Call ends the instance by the rule
+// of abi.ErrNoState.
 func Instantiate(ctx context.Context, r wazero.Runtime) (api.Closer, error) {
-	h := &hostModule{orphans: map[api.Module]*Call{}}
-	return r.NewHostModuleBuilder(ModuleName).
-		NewFunctionBuilder().
-		WithGoModuleFunction(api.GoModuleFunc(h.request), []api.ValueType{api.ValueTypeI32, api.ValueTypeI32}, []api.ValueType{api.ValueTypeI32}).
-		WithParameterNames("ptr", "len").
-		Export("request").
-		NewFunctionBuilder().
-		WithGoModuleFunction(api.GoModuleFunc(h.readResponse), []api.ValueType{api.ValueTypeI32, api.ValueTypeI32}, []api.ValueType{api.ValueTypeI32}).
-		WithParameterNames("ptr", "len").
-		Export("read_response").
-		Instantiate(ctx)
-}
-
-// hostModule is the per-runtime part of the host module. orphans holds the
-// state of instances run without WithCall (an embedder's wiring mistake)
-// so their ABI still behaves; an entry lives only while it holds a response.
-type hostModule struct {
-	mu      sync.Mutex
-	orphans map[api.Module]*Call
-}
-
-func (h *hostModule) call(ctx context.Context, mod api.Module, create bool) *Call {
-	if c := callFrom(ctx); c != nil {
-		return c
+	fns := map[string]api.GoModuleFunc{"request": request, "read_response": readResponse}
+	b := r.NewHostModuleBuilder(ModuleName)
+	for f := range abi.Functions(ModuleName) {
+		fn := fns[f.Name]
+		if fn == nil {
+			return nil, fmt.Errorf("subakohttp: %s has no implementation", f.Name)
+		}
+		b.NewFunctionBuilder().WithGoModuleFunction(fn, f.Params(), f.Results()).
+			WithParameterNames("ptr", "len").Export(f.Name)
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	c := h.orphans[mod]
-	if c == nil && create {
-		c = NewCall(CallConfig{Policy: DiscoveryPolicy()})
-		h.orphans[mod] = c
+	return b.Instantiate(ctx)
+}
+
+func callOf(ctx context.Context, function string) *Call {
+	c := callFrom(ctx)
+	if c == nil {
+		abi.NoState(ModuleName, function, "subakohttp.WithCall")
 	}
 	return c
 }
 
-func (h *hostModule) release(ctx context.Context, mod api.Module, c *Call) {
-	if callFrom(ctx) != nil || c.holding() {
-		return
-	}
-	h.mu.Lock()
-	delete(h.orphans, mod)
-	h.mu.Unlock()
-}
-
-func (h *hostModule) request(ctx context.Context, mod api.Module, stack []uint64) {
-	c := h.call(ctx, mod, true)
+func request(ctx context.Context, mod api.Module, stack []uint64) {
+	c := callOf(ctx, "request")
 	stack[0] = api.EncodeI32(c.hostRequest(ctx, mod.Memory(), api.DecodeU32(stack[0]), api.DecodeI32(stack[1])))
-	h.release(ctx, mod, c)
 }
 
-func (h *hostModule) readResponse(ctx context.Context, mod api.Module, stack []uint64) {
-	c := h.call(ctx, mod, false)
-	if c == nil {
-		stack[0] = api.EncodeI32(errNoneHeld)
-		return
-	}
+func readResponse(ctx context.Context, mod api.Module, stack []uint64) {
+	c := callOf(ctx, "read_response")
 	stack[0] = api.EncodeI32(c.hostReadResponse(mod.Memory(), api.DecodeU32(stack[0]), api.DecodeI32(stack[1])))
-	h.release(ctx, mod, c)
-}
-
-func (c *Call) holding() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.held != nil
 }
 
 // hostRequest is request(ptr, len): copy the document out of guest memory at

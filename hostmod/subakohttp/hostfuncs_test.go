@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -18,6 +19,7 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 
+	"github.com/subako/subako-runner/internal/abi"
 	"github.com/subako/subako-runner/limits"
 )
 
@@ -202,19 +204,24 @@ func TestHostFunctionsCopyRequestAtOnce(t *testing.T) {
 	}
 }
 
-func TestHostFunctionsWithoutCallDenyAll(t *testing.T) {
-	g := newGuest(t, nil)
-	r := g.roundTrip(`{"url":"https://api.example.com/"}`)
-	wantKind(t, r, KindHostNotAllowed)
-	if !strings.Contains(r.Error.Message, "discovery") {
-		t.Fatalf("message %q", r.Error.Message)
-	}
-	if got := g.readResponse(0, 10); got != -2 {
-		t.Fatalf("read_response = %d, want -2", got)
+// TestHostFunctionsWithoutCallEndTheCall: without a Call in the context
+// both functions end the call with abi.ErrNoState (no shared state that
+// outlives the instance, no host panic), and a second instance of the same
+// runtime is no different.
+func TestHostFunctionsWithoutCallEndTheCall(t *testing.T) {
+	for range 2 {
+		g := newGuest(t, nil)
+		g.put(0, `{"url":"https://api.example.com/"}`)
+		for _, name := range []string{"request", "read_response"} {
+			_, err := g.mod.ExportedFunction(name).Call(g.ctx, 0, 10)
+			if !errors.Is(err, abi.ErrNoState) || !strings.Contains(err.Error(), "subako_http."+name) || !strings.Contains(err.Error(), "WithCall") {
+				t.Fatalf("%s without a Call: %v, want abi.ErrNoState naming it", name, err)
+			}
+		}
 	}
 }
 
-// TestErrorKindsThroughGuest produces every error kind of host-contract §8
+// TestErrorKindsThroughGuest produces every error kind of docs/abi.md §8
 // through the real host functions.
 func TestErrorKindsThroughGuest(t *testing.T) {
 	ok := newServer(t, func(w http.ResponseWriter, r *http.Request) {
@@ -296,7 +303,7 @@ func TestErrorKindsThroughGuest(t *testing.T) {
 		{"request too large", callOpts{limits: &small}, `{"url":"http://` + api + `/","body":{"type":"text","text":"` + strings.Repeat("x", 300) + `"}}`, KindTooLarge},
 		{"inline too large", callOpts{}, `{"url":"http://` + api + `/big"}`, KindTooLarge},
 		{"not text", callOpts{}, `{"url":"http://` + api + `/binary"}`, KindNotText},
-		{"write budget", callOpts{files: files, budget: limits.NewWriteBudget(1000)}, `{"url":"http://` + api + `/big","output":{"type":"file","path":"/volume/tmp/big"}}`, KindWriteBudget},
+		{"write budget", callOpts{files: files, budget: limits.NewCallBudget(limits.Limits{WriteBudget: 1000})}, `{"url":"http://` + api + `/big","output":{"type":"file","path":"/volume/tmp/big"}}`, KindWriteBudget},
 		{"bad path outside volume", callOpts{files: files}, `{"url":"http://` + api + `/","output":{"type":"file","path":"/etc/passwd"}}`, KindBadPath},
 		{"bad path dotdot", callOpts{files: files}, `{"url":"http://` + api + `/","output":{"type":"file","path":"/volume/tmp/../../etc/passwd"}}`, KindBadPath},
 		{"bad path missing body file", callOpts{files: files}, `{"method":"POST","url":"http://` + api + `/","body":{"type":"file","path":"/volume/data/missing"}}`, KindBadPath},

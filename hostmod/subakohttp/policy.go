@@ -132,7 +132,7 @@ func NewPolicy(cfg PolicyConfig) (*Policy, error) {
 }
 
 // DiscoveryPolicy refuses every request with the discovery message of
-// host-contract §4.
+// docs/abi.md §4.
 func DiscoveryPolicy() *Policy {
 	return &Policy{denyMessage: "network is not available during discovery", injected: map[string]bool{}}
 }

@@ -48,7 +48,7 @@ func invalid(format string, args ...any) *Error {
 	return errorf(KindInvalidRequest, fmt.Sprintf(format, args...))
 }
 
-// parseRequest checks a request document against host-contract §8. The
+// parseRequest checks a request document against docs/abi.md §8. The
 // policy is needed for the credential headers its entries inject.
 func parseRequest(doc []byte, maxSize int64, p *Policy) (*parsedRequest, *Error) {
 	if int64(len(doc)) > maxSize {

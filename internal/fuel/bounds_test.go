@@ -5,8 +5,10 @@ import (
 	"errors"
 	"io"
 	goruntime "runtime"
+	"strings"
 	"testing"
 
+	"github.com/subako/subako-runner/internal/abi"
 	"github.com/subako/subako-runner/internal/wasmbin"
 	"github.com/subako/subako-runner/internal/wasmbin/wasmtest"
 	"github.com/tetratelabs/wazero"
@@ -116,12 +118,11 @@ func (f budgetFunc) GrowTable(table, size, delta uint32) bool { return f(table, 
 
 // TestTableGrowAsksTheHost: a table.grow of 2^32-2 elements gets -1, in
 // the same process, and the host's heap does not grow with it; a growth the
-// budget allows runs; without a budget growth stops at
-// DefaultTableElements.
+// budget allows runs; without a budget the call ends with abi.ErrNoState.
 func TestTableGrowAsksTheHost(t *testing.T) {
 	ctx := context.Background()
 	r := meteredRuntime(t, ctx)
-	run := func(t *testing.T, delta int32, b TableBudget) int32 {
+	runErr := func(t *testing.T, delta int32, b TableBudget) (int32, error) {
 		t.Helper()
 		cm := instrumentAndCompile(t, ctx, r, tableBomb(delta))
 		cctx := WithMeter(ctx, NewMeter(0))
@@ -134,13 +135,21 @@ func TestTableGrowAsksTheHost(t *testing.T) {
 		}
 		defer mod.Close(ctx)
 		if _, err := mod.ExportedFunction("_start").Call(cctx); err != nil {
-			t.Fatal(err)
+			return 0, err
 		}
 		v, ok := mod.Memory().ReadUint32Le(0)
 		if !ok {
 			t.Fatal("cannot read the result")
 		}
-		return int32(v)
+		return int32(v), nil
+	}
+	run := func(t *testing.T, delta int32, b TableBudget) int32 {
+		t.Helper()
+		v, err := runErr(t, delta, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
 	}
 	t.Run("attack", func(t *testing.T) {
 		var asked [3]uint32
@@ -151,17 +160,14 @@ func TestTableGrowAsksTheHost(t *testing.T) {
 		if got := run(t, -2, refuse); got != -1 {
 			t.Fatalf("table.grow returned %d, want -1", got)
 		}
-		if got := run(t, -2, nil); got != -1 {
-			t.Fatalf("without a budget: table.grow returned %d, want -1", got)
-		}
 		goruntime.ReadMemStats(&after)
 		if asked != [3]uint32{0, 0, 1<<32 - 2} {
 			t.Fatalf("the budget was asked (table, size, delta) = %v", asked)
 		}
 		// An unchecked grow allocates 32 GiB (and kills the process); the
-		// two runs here allocate a few MiB of compiled code and instances.
+		// run here allocates a few MiB of compiled code and instances.
 		if grew := after.TotalAlloc - before.TotalAlloc; grew > 256<<20 {
-			t.Fatalf("the host allocated %d bytes for two refused grows", grew)
+			t.Fatalf("the host allocated %d bytes for a refused grow", grew)
 		}
 	})
 	t.Run("allowed", func(t *testing.T) {
@@ -173,12 +179,11 @@ func TestTableGrowAsksTheHost(t *testing.T) {
 			t.Fatalf("table.grow past the budget returned %d, want -1", got)
 		}
 	})
-	t.Run("default", func(t *testing.T) {
-		if got := run(t, DefaultTableElements, nil); got != 0 {
-			t.Fatalf("table.grow to the default returned %d, want 0", got)
-		}
-		if got := run(t, DefaultTableElements+1, nil); got != -1 {
-			t.Fatalf("table.grow past the default returned %d, want -1", got)
+	t.Run("no budget", func(t *testing.T) {
+		// A growth that needs the budget ends the call by the rule of
+		// abi.ErrNoState; it never grows on a default of its own.
+		if _, err := runErr(t, 10, nil); !errors.Is(err, abi.ErrNoState) || !strings.Contains(err.Error(), "WithTableBudget") {
+			t.Fatalf("table.grow without a budget: %v, want abi.ErrNoState", err)
 		}
 	})
 }

@@ -126,7 +126,8 @@ type funcRewriter struct {
 	out  []byte // the rewritten expression
 	seg  []byte // the current segment, not yet charged
 	cost int64  // static cost of seg
-	// local: the counter is cached in local fuelLocal (see cacheInLocal).
+	// local: the counter is cached in local fuelLocal (see reload and
+	// writeback).
 	local     bool
 	fuelLocal uint32
 	temp      uint32 // index of the i32 temporary

@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/subako/subako-runner/internal/abi"
 	"github.com/subako/subako-runner/internal/wasmbin"
 )
 
@@ -16,7 +17,7 @@ const (
 	// ImportModule and ImportName name the injected import, of type
 	// (i64) -> i64: called with the (negative) counter when a charge
 	// overdraws it, it returns the counter's new value.
-	ImportModule = "subako_fuel"
+	ImportModule = abi.ModuleFuel
 	ImportName   = "refuel"
 	// CounterExport names the exported mutable i64 global holding the fuel
 	// left in the current slice (it starts at 0, so the first charge
@@ -62,11 +63,19 @@ var (
 	ErrUnsupported = errors.New("fuel: unsupported module feature")
 )
 
-// refuelType and growTableType are the signatures of the injected imports.
-var (
-	refuelType    = wasmbin.FuncType{Params: []wasmbin.ValType{wasmbin.I64}, Results: []wasmbin.ValType{wasmbin.I64}}
-	growTableType = wasmbin.FuncType{Params: []wasmbin.ValType{wasmbin.I32, wasmbin.I32, wasmbin.I32}, Results: []wasmbin.ValType{wasmbin.I32}}
-)
+// importType is the signature of an injected import, from the table the
+// host module is defined from.
+func importType(name string) wasmbin.FuncType {
+	f, _, _ := abi.Lookup(ImportModule, name)
+	t := wasmbin.FuncType{}
+	for _, v := range f.Params() {
+		t.Params = append(t.Params, wasmbin.ValType(v))
+	}
+	for _, v := range f.Results() {
+		t.Results = append(t.Results, wasmbin.ValType(v))
+	}
+	return t
+}
 
 // Instrument returns a copy of the module wasm with fuel metering injected
 // (see the package doc). It does not type-check: a module wazero would
@@ -104,7 +113,7 @@ func Instrument(wasm []byte) ([]byte, error) {
 	rw := &rewriter{m: m, nImpFuncs: uint32(m.NumImported(wasmbin.KindFunc)), added: 1}
 	rw.refuel = rw.nImpFuncs
 	rw.counter = uint32(m.NumImported(wasmbin.KindGlobal) + len(m.Globals))
-	rw.refuelType = rw.typeIndex(refuelType)
+	rw.refuelType = rw.typeIndex(importType(ImportName))
 	grows, err := rw.growsTables()
 	if err != nil {
 		return nil, err
@@ -112,7 +121,7 @@ func Instrument(wasm []byte) ([]byte, error) {
 	if grows {
 		rw.added = 2
 		rw.growTable = rw.nImpFuncs + 1
-		rw.growTableType = rw.typeIndex(growTableType)
+		rw.growTableType = rw.typeIndex(importType(GrowTableName))
 		rw.tableTypes = make([]wasmbin.ValType, 0, len(m.Tables))
 		for _, im := range m.Imports {
 			if im.Kind == wasmbin.KindTable {

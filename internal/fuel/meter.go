@@ -3,12 +3,15 @@ package fuel
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/subako/subako-runner/internal/abi"
 )
 
 // ExitCodeOutOfFuel is the exit code an instance is closed with when its
@@ -176,27 +179,20 @@ func WithTableBudget(ctx context.Context, b TableBudget) context.Context {
 	return context.WithValue(ctx, tableBudgetKey{}, b)
 }
 
-// DefaultTableElements is the largest size a table may grow to when the
-// context has no TableBudget (8 MiB of host memory per table).
-const DefaultTableElements = 1 << 20
-
 // Instantiate defines the host module ImportModule with the refuel and
 // grow_table functions in r. Call it once per runtime, before
 // instantiating any instrumented module.
 func Instantiate(ctx context.Context, r wazero.Runtime) (api.Closer, error) {
-	i32 := api.ValueTypeI32
-	return r.NewHostModuleBuilder(ImportModule).
-		NewFunctionBuilder().
-		WithGoModuleFunction(api.GoModuleFunc(refuel), []api.ValueType{api.ValueTypeI64}, []api.ValueType{api.ValueTypeI64}).
-		WithParameterNames("counter").
-		WithResultNames("counter").
-		Export(ImportName).
-		NewFunctionBuilder().
-		WithGoModuleFunction(api.GoModuleFunc(growTable), []api.ValueType{i32, i32, i32}, []api.ValueType{i32}).
-		WithParameterNames("table", "size", "delta").
-		WithResultNames("granted").
-		Export(GrowTableName).
-		Instantiate(ctx)
+	fns := map[string]api.GoModuleFunc{ImportName: refuel, GrowTableName: growTable}
+	b := r.NewHostModuleBuilder(ImportModule)
+	for f := range abi.Functions(ImportModule) {
+		fn := fns[f.Name]
+		if fn == nil {
+			return nil, fmt.Errorf("fuel: %s has no implementation", f.Name)
+		}
+		b.NewFunctionBuilder().WithGoModuleFunction(fn, f.Params(), f.Results()).Export(f.Name)
+	}
+	return b.Instantiate(ctx)
 }
 
 // growTable answers an instrumented table.grow: 1 lets it run, 0 makes it
@@ -210,11 +206,11 @@ func growTable(ctx context.Context, _ api.Module, stack []uint64) {
 	case uint64(size)+uint64(delta) >= 1<<32:
 		ok = false
 	default:
-		if b, _ := ctx.Value(tableBudgetKey{}).(TableBudget); b != nil {
-			ok = b.GrowTable(table, size, delta)
-		} else {
-			ok = uint64(size)+uint64(delta) <= DefaultTableElements
+		b, _ := ctx.Value(tableBudgetKey{}).(TableBudget)
+		if b == nil {
+			abi.NoState(ImportModule, GrowTableName, "fuel.WithTableBudget")
 		}
+		ok = b.GrowTable(table, size, delta)
 	}
 	stack[0] = 0
 	if ok {
@@ -226,8 +222,8 @@ func growTable(ctx context.Context, _ api.Module, stack []uint64) {
 // counter (negative). It ends the instance when the call's context is done
 // or the budget is spent, as wazero's own proc_exit does (close, then
 // panic with the exit error, which wazero returns to the caller); else it
-// returns the refilled counter. Without a Meter in the context the guest
-// runs unmetered, still checking the context every slice.
+// returns the refilled counter. Without a Meter in the context it ends the
+// instance by the rule of abi.ErrNoState: a guest never runs unmetered.
 func refuel(ctx context.Context, mod api.Module, stack []uint64) {
 	counter := int64(stack[0])
 	m := FromContext(ctx)
@@ -243,8 +239,7 @@ func refuel(ctx context.Context, mod api.Module, stack []uint64) {
 		panic(sys.NewExitError(code))
 	}
 	if m == nil {
-		stack[0] = initialSlice
-		return
+		abi.NoState(ImportModule, ImportName, "fuel.WithMeter")
 	}
 	next, ok := m.refill(counter)
 	if !ok {

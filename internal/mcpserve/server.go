@@ -111,7 +111,7 @@ func implementation(pkg *runtime.Package) *mcp.Implementation {
 // instructions passes on the module's own server/discover instructions.
 func instructions(pkg *runtime.Package) string {
 	var s string
-	if raw := pkg.Discovery.Result.Instructions; raw != nil {
+	if raw := pkg.Discovery().Result.Instructions; raw != nil {
 		_ = json.Unmarshal(raw, &s)
 	}
 	return s

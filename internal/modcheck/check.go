@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/subako/subako-runner/internal/abi"
 	"github.com/subako/subako-runner/internal/wasmbin"
 	"github.com/subako/subako-runner/limits"
 )
@@ -16,7 +17,7 @@ const pageSize = 64 << 10
 // bodies; the rest are counted in one more problem.
 const maxMalformedReports = 3
 
-// Check runs every check of host-contract §2 on a module's bytes and
+// Check runs every check of docs/abi.md §2 on a module's bytes and
 // returns every problem found, in a stable order (nil for a module that
 // passes). A header that is not a core module (not_wasm, component) or a
 // module that does not decode (invalid_module) is reported alone, since the
@@ -154,7 +155,7 @@ func (c *checker) imports() {
 			// Neither host module provides anything but functions, so the
 			// import cannot link either: say so with the code a linker
 			// failure has, naming the module when it is not a host one.
-			if _, known, _ := lookupSig(im.Module, ""); known {
+			if _, known, _ := lookupImport(im.Module, ""); known {
 				c.add(CodeUnknownImport, "import %q.%q: %s provides only functions, no %s named %q", im.Module, im.Name, im.Module, im.Kind, im.Name)
 			} else {
 				c.add(CodeUnknownImport, "import %q.%q: subako provides only wasi_snapshot_preview1 and subako_http imports", im.Module, im.Name)
@@ -164,7 +165,7 @@ func (c *checker) imports() {
 			}
 			continue
 		}
-		s, moduleKnown, ok := lookupSig(im.Module, im.Name)
+		s, moduleKnown, ok := lookupImport(im.Module, im.Name)
 		switch {
 		case !moduleKnown:
 			hint := ""
@@ -175,8 +176,8 @@ func (c *checker) imports() {
 		case !ok:
 			c.add(CodeUnknownImport, "import %q.%q: %s has no function named %q", im.Module, im.Name, im.Module, im.Name)
 		case c.typesOK:
-			if got := c.m.Types[im.TypeIndex]; !s.sameType(got) {
-				c.add(CodeImportSignature, "import %q.%q has type %s, but %s.%s is %s", im.Module, im.Name, got, im.Module, im.Name, s.funcType())
+			if got := c.m.Types[im.TypeIndex]; !abi.Matches(s, got.Params, got.Results) {
+				c.add(CodeImportSignature, "import %q.%q has type %s, but %s.%s is %s", im.Module, im.Name, got, im.Module, im.Name, funcType(s))
 			}
 		}
 	}
@@ -190,7 +191,7 @@ func (c *checker) memories() {
 			c.add(CodeThreads, "memory %d is shared (threads); shared memory is not supported", idx)
 		}
 		if max := c.opts.MaxMemoryBytes; max > 0 && l.Min > uint64(max)/pageSize {
-			c.add(CodeMemoryTooLarge, "memory %d starts at %d pages of 64 KiB (%s), above the memory limit of %s", idx, l.Min, pagesBytes(l.Min), formatBytes(max))
+			c.add(CodeMemoryTooLarge, "memory %d starts at %d pages of 64 KiB (%s), above the memory limit of %s", idx, l.Min, pagesBytes(l.Min), limits.HumanSize(max))
 		}
 	}
 }
@@ -209,12 +210,12 @@ func (c *checker) tables() {
 		idx := imported + i
 		total += t.Limits.Min
 		if t.Limits.Min > uint64(max/limits.TableElementBytes) {
-			c.add(CodeTableTooLarge, "table %d starts at %d elements (%s at %d bytes each), above the memory limit of %s", idx, t.Limits.Min, elemBytes(t.Limits.Min), limits.TableElementBytes, formatBytes(max))
+			c.add(CodeTableTooLarge, "table %d starts at %d elements (%s at %d bytes each), above the memory limit of %s", idx, t.Limits.Min, elemBytes(t.Limits.Min), limits.TableElementBytes, limits.HumanSize(max))
 			return
 		}
 	}
 	if total > uint64(max/limits.TableElementBytes) {
-		c.add(CodeTableTooLarge, "the module's %d tables start at %d elements in all (%s at %d bytes each), above the memory limit of %s", len(c.m.Tables), total, elemBytes(total), limits.TableElementBytes, formatBytes(max))
+		c.add(CodeTableTooLarge, "the module's %d tables start at %d elements in all (%s at %d bytes each), above the memory limit of %s", len(c.m.Tables), total, elemBytes(total), limits.TableElementBytes, limits.HumanSize(max))
 		return
 	}
 	// Tables and linear memory share the limit.
@@ -223,7 +224,7 @@ func (c *checker) tables() {
 		memory += l.Min * pageSize
 	}
 	if total > 0 && memory <= uint64(max) && total*uint64(limits.TableElementBytes)+memory > uint64(max) {
-		c.add(CodeTableTooLarge, "the tables start at %d elements (%s at %d bytes each), which with the initial memory of %s is above the memory limit of %s", total, elemBytes(total), limits.TableElementBytes, formatBytes(int64(memory)), formatBytes(max))
+		c.add(CodeTableTooLarge, "the tables start at %d elements (%s at %d bytes each), which with the initial memory of %s is above the memory limit of %s", total, elemBytes(total), limits.TableElementBytes, limits.HumanSize(int64(memory)), limits.HumanSize(max))
 	}
 }
 
@@ -231,7 +232,7 @@ func elemBytes(n uint64) string {
 	if n > 1<<50 {
 		return fmt.Sprintf("%d elements", n)
 	}
-	return formatBytes(int64(n) * limits.TableElementBytes)
+	return limits.HumanSize(int64(n) * limits.TableElementBytes)
 }
 
 // segments checks the function count and the element and data segments:
@@ -260,7 +261,7 @@ func (c *checker) segments() {
 			total += int64(len(c.m.Codes[i].Body))
 		}
 		if total > st.CodeSize {
-			c.add(CodeModuleTooComplex, "the module has %s of code, above the limit of %s", formatBytes(total), formatBytes(st.CodeSize))
+			c.add(CodeModuleTooComplex, "the module has %s of code, above the limit of %s", limits.HumanSize(total), limits.HumanSize(st.CodeSize))
 		}
 	}
 }
@@ -269,7 +270,7 @@ func pagesBytes(pages uint64) string {
 	if pages > 1<<40 {
 		return fmt.Sprintf("%d pages", pages)
 	}
-	return formatBytes(int64(pages) * pageSize)
+	return limits.HumanSize(int64(pages) * pageSize)
 }
 
 func (c *checker) tags() {
@@ -524,7 +525,7 @@ func (s *shape) report(c *checker) {
 		return fmt.Sprintf(" (%d functions in all)", n)
 	}
 	if o := s.size; o.n > 0 {
-		c.add(CodeModuleTooComplex, "%s is %s, above the function size limit of %s%s", c.funcName(o.fn), formatBytes(o.value), formatBytes(s.limits.FunctionSize), more(o.n))
+		c.add(CodeModuleTooComplex, "%s is %s, above the function size limit of %s%s", c.funcName(o.fn), limits.HumanSize(o.value), limits.HumanSize(s.limits.FunctionSize), more(o.n))
 	}
 	if o := s.nesting; o.n > 0 {
 		c.add(CodeModuleTooComplex, "%s nests blocks more than %d deep, above the nesting limit of %d%s", c.funcName(o.fn), s.limits.Nesting, s.limits.Nesting, more(o.n))

@@ -1,5 +1,5 @@
 // Package modcheck runs the upload-time module checks of ABI 1
-// (host-contract §2): it decodes a module with wasmbin and reports every
+// (docs/abi.md §2): it decodes a module with wasmbin and reports every
 // problem it finds, each with a stable code and a sentence that names the
 // offending import, export, section or instruction.
 //
@@ -12,6 +12,7 @@
 // (module_too_complex) and its tables against the memory limit
 // (table_too_large), in the same linear walk, so that what it passes
 // compiles and instantiates in bounded time and memory; CheckStructure runs
-// only those, for paths that compile without the full checks. It also holds the import allowlist (WASIFunctions,
-// SubakoHTTPFunctions, LookupImport) for the host layers to share.
+// only those, for paths that compile without the full checks. Imports are
+// checked against internal/abi, the table the host modules are defined
+// from.
 package modcheck

@@ -6,7 +6,7 @@ import (
 	"github.com/subako/subako-runner/limits"
 )
 
-// Problem codes (host-contract §2). They are stable: callers, the CLI's
+// Problem codes (docs/abi.md §2). They are stable: callers, the CLI's
 // JSON output and package authors' tooling match on them.
 const (
 	CodeNotWasm           = "not_wasm"
@@ -24,7 +24,7 @@ const (
 	CodeNonFunctionImport = "non_function_import"
 	CodeMemoryTooLarge    = "memory_too_large"
 	// CodeTableTooLarge: a table's initial size (8 bytes an element) is
-	// above the memory limit. Decided here; host-contract §2 has no table
+	// above the memory limit. Decided here; docs/abi.md §2 has no table
 	// code because the seed never mentions tables.
 	CodeTableTooLarge = "table_too_large"
 	// CodeModuleTooComplex: the module is over a structural bound
@@ -57,19 +57,5 @@ type Options struct {
 // must refuse an oversized module before reading it; this keeps the
 // sentence the same everywhere.
 func ModuleTooLarge(size, limit int64) Problem {
-	return Problem{CodeModuleTooLarge, fmt.Sprintf("the module is %d bytes (%s), above the module size limit of %s: strip debug sections (wasm-opt --strip-debug) or build with optimisation", size, formatBytes(size), formatBytes(limit))}
-}
-
-func formatBytes(n int64) string {
-	switch {
-	case n >= 1<<30 && n%(1<<30) == 0:
-		return fmt.Sprintf("%d GiB", n>>30)
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", n>>20)
-	case n >= 1<<20:
-		return fmt.Sprintf("%.2f MiB", float64(n)/(1<<20))
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%d KiB", n>>10)
-	}
-	return fmt.Sprintf("%d bytes", n)
+	return Problem{CodeModuleTooLarge, fmt.Sprintf("the module is %d bytes (%s), above the module size limit of %s: strip debug sections (wasm-opt --strip-debug) or build with optimisation", size, limits.HumanSize(size), limits.HumanSize(limit))}
 }

@@ -62,9 +62,10 @@ func BuildGo(pkgDir string) (string, error) {
 	}
 	tmp.Close()
 	defer os.Remove(tmp.Name())
-	cmd := exec.Command("go", "build", "-trimpath", "-o", tmp.Name(), ".")
+	args, env := buildFlags()
+	cmd := exec.Command("go", append(args, "-o", tmp.Name(), ".")...)
 	cmd.Dir = abs
-	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0", "GOFLAGS=-mod=mod")
+	cmd.Env = append(os.Environ(), env...)
 	if outb, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build %s for wasip1: %v\n%s", pkgDir, err, outb)
 	}
@@ -96,11 +97,19 @@ func moduleRoot(dir string) (string, error) {
 	}
 }
 
-// sourceHash covers every file of the guest's module, so a change to a
-// shared helper package or to go.sum rebuilds every guest that could use it.
+// buildFlags are the go command's arguments and environment for a guest;
+// the cache key covers them.
+func buildFlags() (args, env []string) {
+	return []string{"build", "-trimpath"}, []string{"GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0", "GOFLAGS=-mod=mod"}
+}
+
+// sourceHash covers the Go version, the build flags and every file of the
+// guest's module, so a change to a shared helper package or to go.sum
+// rebuilds every guest that could use it.
 func sourceHash(modRoot, pkgDir string) (string, error) {
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00%s\x00", runtime.Version(), strings.TrimPrefix(pkgDir, modRoot))
+	args, env := buildFlags()
+	fmt.Fprintf(h, "%s\x00%s\x00%q\x00%q\x00", runtime.Version(), strings.TrimPrefix(pkgDir, modRoot), args, env)
 	var files []string
 	err := filepath.WalkDir(modRoot, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {

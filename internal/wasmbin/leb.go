@@ -3,8 +3,7 @@ package wasmbin
 // LEB128 as the core spec defines it: at most ceil(N/7) bytes for an N-bit
 // integer, and the unused high bits of the final byte must be zero
 // (unsigned) or copies of the sign bit (signed). Readers return the number
-// of bytes consumed; writers append the shortest encoding, except
-// AppendU32Padded, which rewriters use to reserve a fixed-width slot.
+// of bytes consumed; writers append the shortest encoding.
 
 // ReadU32 decodes an unsigned 32-bit LEB128 integer at the start of b.
 func ReadU32(b []byte) (uint32, int, error) {
@@ -21,23 +20,6 @@ func ReadU64(b []byte) (uint64, int, error) {
 		return uint64(b[0]), 1, nil
 	}
 	return readUnsigned(b, 64)
-}
-
-// ReadS32 decodes a signed 32-bit LEB128 integer at the start of b.
-func ReadS32(b []byte) (int32, int, error) {
-	v, n, err := readSigned(b, 32)
-	return int32(v), n, err
-}
-
-// ReadS33 decodes a signed 33-bit LEB128 integer (the encoding of block
-// types) at the start of b.
-func ReadS33(b []byte) (int64, int, error) {
-	return readSigned(b, 33)
-}
-
-// ReadS64 decodes a signed 64-bit LEB128 integer at the start of b.
-func ReadS64(b []byte) (int64, int, error) {
-	return readSigned(b, 64)
 }
 
 func readUnsigned(b []byte, bits uint) (uint64, int, error) {
@@ -108,19 +90,6 @@ func AppendU64(dst []byte, v uint64) []byte {
 	}
 	return append(dst, byte(v))
 }
-
-// AppendU32Padded appends v as an unsigned LEB128 of exactly 5 bytes, so a
-// rewriter can reserve a size field and patch it in place later.
-func AppendU32Padded(dst []byte, v uint32) []byte {
-	for i := 0; i < 4; i++ {
-		dst = append(dst, byte(v)|0x80)
-		v >>= 7
-	}
-	return append(dst, byte(v))
-}
-
-// AppendS32 appends the shortest signed LEB128 encoding of v.
-func AppendS32(dst []byte, v int32) []byte { return AppendS64(dst, int64(v)) }
 
 // AppendS64 appends the shortest signed LEB128 encoding of v. It is also the
 // encoder for s33 (block types): the encoding of an s33 value is that of

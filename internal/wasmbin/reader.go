@@ -16,14 +16,6 @@ type reader struct {
 func (r *reader) off() int       { return r.base + r.pos }
 func (r *reader) remaining() int { return len(r.b) - r.pos }
 
-func (r *reader) fail(cause error, what string) *Error {
-	msg := what
-	if cause != nil {
-		msg = what + ": " + cause.Error()
-	}
-	return &Error{Offset: r.off(), Msg: msg, Err: cause}
-}
-
 func (r *reader) lebErr(err error, what string) *Error {
 	if errors.Is(err, ErrUnexpectedEnd) {
 		return &Error{Offset: r.base + len(r.b), Msg: "unexpected end while reading " + what, Err: ErrUnexpectedEnd}
@@ -75,15 +67,6 @@ func (r *reader) s33(what string) (int64, error) {
 	}
 	r.pos += n
 	return v, nil
-}
-
-func (r *reader) skipSigned(bits uint, what string) error {
-	_, n, err := readSigned(r.b[r.pos:], bits)
-	if err != nil {
-		return r.lebErr(err, what)
-	}
-	r.pos += n
-	return nil
 }
 
 func (r *reader) bytes(n int, what string) ([]byte, error) {

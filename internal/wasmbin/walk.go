@@ -3,7 +3,6 @@ package wasmbin
 import (
 	"errors"
 	"io"
-	"math"
 )
 
 // BlockType is a block's type as its s33 encoding: BlockEmpty (0x40), a
@@ -13,22 +12,6 @@ type BlockType int64
 
 // BlockEmpty is the type of a block with no parameters and no results.
 const BlockEmpty BlockType = -64
-
-// ValType returns the single result type of a value-typed block.
-func (b BlockType) ValType() (ValType, bool) {
-	if b < 0 && b != BlockEmpty {
-		return ValType(byte(b) & 0x7f), true
-	}
-	return 0, false
-}
-
-// TypeIndex returns the type index of a block typed by the type section.
-func (b BlockType) TypeIndex() (uint32, bool) {
-	if b >= 0 && b <= math.MaxUint32 {
-		return uint32(b), true
-	}
-	return 0, false
-}
 
 // MemArg is a load/store immediate. Memory is non-zero only with
 // multi-memory (alignment flag bit 6).
@@ -126,13 +109,6 @@ func (w *Walker) Reset(expr []byte, base int) {
 	w.depth = 0
 	w.done = false
 }
-
-// Depth is the number of blocks open after the last instruction returned
-// (0 inside the function's own body; the final end leaves it at 0 too).
-func (w *Walker) Depth() int { return w.depth }
-
-// Pos is the position within the expression of the next instruction.
-func (w *Walker) Pos() int { return w.r.pos }
 
 // Next decodes the next instruction into in. It returns io.EOF after the
 // final end, and an *Error for anything undecodable.

@@ -203,6 +203,10 @@ func tools() []any {
 	if has("no_description") {
 		delete(echo, "description")
 	}
+	if has("js_pattern") {
+		// Zod's e-mail pattern style: a lookahead RE2 cannot compile.
+		echo["inputSchema"].(map[string]any)["properties"].(map[string]any)["mail"] = map[string]any{"type": "string", "pattern": "^(?!\\.)[^@]+@[^@]+$"}
+	}
 	if has("nondeterministic") {
 		echo["description"] = fmt.Sprintf("Return the text unchanged (build %d).", rand.Int64())
 	}

@@ -1,0 +1,4 @@
+package wasi
+
+// ExitCodeAborted is exitCodeAborted for the external tests.
+const ExitCodeAborted = exitCodeAborted
