@@ -26,7 +26,7 @@ func newRootCmd(ctx context.Context, e *env) *cobra.Command {
 		Short: "the host of Subako ABI 1 packages (WASI preview 1 MCP servers)",
 		Long: "subako-runner — the host of Subako ABI 1 packages (WASI preview 1 MCP servers).\n\n" +
 			"Exit status: 0 ok, 1 tool error or failed check, 2 usage or host error, 3 module crashed,\n" +
-			"4 package rejected; run exits with the module's status (134 on a trap).",
+			"4 package rejected, 130 interrupted; run exits with the module's status (134 on a trap).",
 		Version:       runtime.Version,
 		SilenceErrors: true,
 		SilenceUsage:  true,
