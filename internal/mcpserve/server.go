@@ -117,13 +117,6 @@ func instructions(pkg *runtime.Package) string {
 	return s
 }
 
-// Package returns the package being served.
-func (s *Server) Package() *runtime.Package {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.cur.pkg
-}
-
 // Swap replaces the package being served: calls already running finish on
 // the old package, which is closed after them; new calls and tools/list see
 // the new one, and every connected client is sent
