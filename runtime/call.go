@@ -220,15 +220,15 @@ func (c *callRun) awaitGone() bool {
 
 // finish closes stdin and waits for the exit, timing that wait.
 func (c *callRun) finish() *Crash {
-	closed := time.Now()
 	crash := c.s.finish()
-	c.exitWait = time.Since(closed)
+	c.exitWait = c.s.exitWait()
 	return crash
 }
 
-// startCall prepares the mounts, budget and network of one call and starts
-// the instance. With discovery set it is set up as discovery is: only
-// /package, no volume, no network, the discovery deadline.
+// startCall prepares the mounts, budget and network of one call and its
+// instance, not started yet (session.start or runHere). With discovery set
+// it is set up as discovery is: only /package, no volume, no network, the
+// discovery deadline.
 func (p *Package) startCall(ctx context.Context, req CallRequest, tmp string, lim limits.Limits, discovery bool, log *zap.Logger) (*callRun, error) {
 	// The call's clocks start once it has its turn: waiting is not its time.
 	place, err := p.rt.admit.admit(ctx)
@@ -255,7 +255,7 @@ func (p *Package) startCall(ctx context.Context, req CallRequest, tmp string, li
 	c.http = subakohttp.NewCall(subakohttp.CallConfig{
 		Policy: policy, Files: volumeFiles{mounts}, Budget: c.budget, Limits: lim, Logger: log,
 	})
-	c.s = p.rt.startSession(ctx, instanceConfig{
+	c.s = p.rt.newSession(ctx, instanceConfig{
 		compiled: p.checked.compiled,
 		limits:   lim,
 		deadline: deadline,
@@ -325,7 +325,14 @@ func (p *Package) call(ctx context.Context, tool string, args json.RawMessage, r
 	defer c.mounts.Close()
 	s := c.s
 	defer s.abort() // a no-op after finish; releases the deadline timer on every path
-	msg, crash := s.request(protocol.MethodToolsCall, params)
+	// The request is in stdin before the guest starts, and the answer
+	// closes stdin: the whole instance runs here, nothing to hand over.
+	crash := s.post(protocol.MethodToolsCall, params, true)
+	var msg protocol.Message
+	if crash == nil {
+		s.runHere()
+		msg, crash = s.await(protocol.MethodToolsCall)
+	}
 	if crash == nil {
 		res.Result = msg.Result
 		parsed, err := protocol.ParseCallToolResult(msg.Result)

@@ -144,6 +144,7 @@ func (rt *Runtime) Discover(ctx context.Context, c *Checked, path string) (*Pack
 	}
 	defer run.mounts.Close()
 	s := run.s
+	s.start()
 	defer s.abort() // a no-op after finish; releases the deadline timer on every path
 	tools, rej, crash := rt.discover(s, p)
 	if crash == nil && rej == nil {

@@ -86,6 +86,7 @@ func (p *Package) Probe(ctx context.Context, pr Probe, req CallRequest) (*ProbeR
 		return nil, err
 	}
 	defer c.mounts.Close()
+	c.s.start()
 	defer c.s.abort() // a no-op after finish; releases the deadline timer on every path
 	res := &ProbeResult{}
 	var crash *Crash
@@ -100,11 +101,8 @@ func (p *Package) Probe(ctx context.Context, pr Probe, req CallRequest) (*ProbeR
 		}
 	}
 	if crash == nil {
-		closed := time.Now()
 		crash = c.s.finish()
-		if !c.s.ended.IsZero() && c.s.ended.After(closed) {
-			res.ExitAfterClose = c.s.ended.Sub(closed)
-		}
+		res.ExitAfterClose = c.s.exitWait()
 	} else {
 		c.s.abort()
 	}

@@ -79,6 +79,24 @@ type session struct {
 	started  time.Time
 	ended    time.Time // when the instance ended; written before done is sent
 
+	// run runs the instance to its end; nil when it could not start (the
+	// crash is recorded). start runs it on a goroutine of its own, runHere
+	// on the caller's.
+	run func()
+	// closeOnAnswer makes onLine close stdin itself the moment the pending
+	// request is answered, on the guest's goroutine: the last request of a
+	// session then costs no round trip to the driver before the guest sees
+	// end of file (host-contract §3: stdin stays open until the answer has
+	// arrived, not a moment longer than the host needs).
+	closeOnAnswer bool
+	closedAt      time.Time   // when stdin was closed; zero while open
+	exitTimer     *time.Timer // the exit rule's timer, armed when stdin closes
+	watch         struct {
+		sync.Mutex
+		over  bool        // runHere returned
+		timer *time.Timer // logs an instance slow to stop after its context ended
+	}
+
 	mu            sync.Mutex
 	pending       string // Key of the outstanding request's id; "" when none
 	answered      map[string]bool
@@ -86,9 +104,11 @@ type session struct {
 	notifications int
 }
 
-// startSession instantiates the module and runs its _start on a new
-// goroutine. The caller must call finish (or abort) exactly once.
-func (rt *Runtime) startSession(parent context.Context, cfg instanceConfig, log *zap.Logger) *session {
+// newSession prepares an instance without starting it: requests posted
+// before start or runHere are in stdin when the guest first reads. The
+// caller must then start it (start or runHere) and call finish (or abort)
+// exactly once.
+func (rt *Runtime) newSession(parent context.Context, cfg instanceConfig, log *zap.Logger) *session {
 	lim := cfg.limits
 	s := &session{
 		rt:        rt,
@@ -137,7 +157,7 @@ func (rt *Runtime) startSession(parent context.Context, cfg instanceConfig, log 
 		}
 		return s
 	}
-	go func() {
+	s.run = func() {
 		err := rt.runInstance(ictx, cfg.compiled)
 		// A trailing partial line is a protocol line too; deliver it before
 		// reporting the exit, so a final answer without "\n" still counts.
@@ -164,8 +184,48 @@ func (rt *Runtime) startSession(parent context.Context, cfg instanceConfig, log 
 		if cfg.ended != nil {
 			cfg.ended()
 		}
-	}()
+	}
 	return s
+}
+
+// start runs the instance on a goroutine of its own: the driver then
+// talks to it request by request.
+func (s *session) start() {
+	if s.run != nil {
+		go s.run()
+	}
+}
+
+// runHere runs the instance on the caller's goroutine, to its end: for a
+// session whose requests are all posted beforehand, the last with
+// closeOnAnswer, so nothing needs the driver while the guest runs. The
+// guest's goroutine is then one the caller has already grown, and no
+// goroutine hands the call to another. The instance's context still ends
+// it (deadline, exit timer, the caller's cancellation); an instance slow
+// to stop after that is logged once the grace has passed, as awaitEnd does.
+func (s *session) runHere() {
+	if s.run == nil {
+		return
+	}
+	stopWatch := context.AfterFunc(s.ctx, func() {
+		s.watch.Lock()
+		defer s.watch.Unlock()
+		if !s.watch.over {
+			s.watch.timer = time.AfterFunc(s.grace, s.logSlowStop)
+		}
+	})
+	s.run()
+	stopWatch()
+	s.watch.Lock()
+	s.watch.over = true
+	if s.watch.timer != nil {
+		s.watch.timer.Stop()
+	}
+	s.watch.Unlock()
+}
+
+func (s *session) logSlowStop() {
+	s.log.Error("module instance did not stop after its context ended; waiting for it (a host function is not honouring the context)", zap.Duration("grace", s.grace))
 }
 
 // runInstance instantiates the module (running any start section) and then
@@ -194,17 +254,36 @@ func (rt *Runtime) runInstance(ctx context.Context, compiled wazero.CompiledModu
 // request sends one request and waits for its response. A nil *Crash means
 // msg is a successful, complete response.
 func (s *session) request(method string, params map[string]any) (protocol.Message, *Crash) {
+	if crash := s.post(method, params, false); crash != nil {
+		return protocol.Message{}, crash
+	}
+	return s.await(method)
+}
+
+// post writes one request into stdin without waiting for its response;
+// await waits for it. With last set, stdin closes the moment the answer
+// arrives (closeOnAnswer). Posting before the instance starts is how a
+// call hands the guest its request with no wake-up in between.
+func (s *session) post(method string, params map[string]any, last bool) *Crash {
 	if s.exited {
-		return protocol.Message{}, s.classifyEnd(true)
+		return s.classifyEnd(true)
 	}
 	id := newRequestID()
 	line, err := protocol.EncodeRequest(id, method, params, s.rt.client)
 	if err != nil {
 		// Only the host's own parameters go in here; a failure is a bug.
 		s.abort()
-		return protocol.Message{}, s.newCrash(CrashInvalidResult, "the host could not encode its request: "+err.Error())
+		return s.newCrash(CrashInvalidResult, "the host could not encode its request: "+err.Error())
 	}
-	msg, crash := s.send(line, id.Key())
+	s.mu.Lock()
+	s.closeOnAnswer = last
+	s.mu.Unlock()
+	return s.write(line, id.Key())
+}
+
+// await waits for the answer to the posted request and judges it.
+func (s *session) await(method string) (protocol.Message, *Crash) {
+	msg, crash := s.wait()
 	if crash != nil {
 		return msg, crash
 	}
@@ -218,15 +297,34 @@ func (s *session) send(line []byte, pending string) (protocol.Message, *Crash) {
 	if s.exited {
 		return protocol.Message{}, s.classifyEnd(pending != "")
 	}
+	if crash := s.write(line, pending); crash != nil || pending == "" {
+		return protocol.Message{}, crash
+	}
+	return s.wait()
+}
+
+// write puts one line into stdin, the request whose id has Key pending
+// (empty for a notification) then being the one in flight.
+func (s *session) write(line []byte, pending string) *Crash {
 	s.mu.Lock()
 	s.pending = pending
 	s.mu.Unlock()
 	s.trace.event(TraceSend, line) // before the write: the answer may come before Write returns
 	if _, err := s.stdin.Write(line); err != nil {
-		return protocol.Message{}, s.failNow(CrashExitedBeforeResponse, "the module closed its stdin before the request was written")
+		return s.failNow(CrashExitedBeforeResponse, "the module closed its stdin before the request was written")
 	}
-	if pending == "" {
-		return protocol.Message{}, nil
+	return nil
+}
+
+// wait waits for the response to the request in flight. An answer that
+// has arrived wins over an end that came after it (an instance run by
+// runHere has ended before wait starts, and select picks at random among
+// what is ready).
+func (s *session) wait() (protocol.Message, *Crash) {
+	select {
+	case msg := <-s.responses:
+		return msg, nil
+	default:
 	}
 	select {
 	case msg := <-s.responses:
@@ -294,32 +392,65 @@ func (s *session) checkResponse(method string, msg protocol.Message) (protocol.M
 	return msg, nil
 }
 
-// finish closes stdin and waits for the module to exit with code 0. It
-// returns the run's crash, if any (including a crash recorded earlier).
+// finish closes stdin (unless the answer closed it already) and waits for
+// the module to exit with code 0. It returns the run's crash, if any
+// (including a crash recorded earlier).
 func (s *session) finish() *Crash {
 	defer s.stop()
-	s.trace.event(TraceClose, nil) // before closing: the exit may be traced before CloseWrite returns
-	s.stdin.CloseWrite()
+	defer s.stopExitTimer()
+	s.closeStdin()
 	if !s.exited {
-		timer := time.NewTimer(s.lim.ExitTimeout)
-		defer timer.Stop()
 		select {
 		case err := <-s.done:
 			s.exited, s.exitErr = true, err
-		case <-timer.C:
-			s.kill(errExitTimeout)
-			s.awaitEnd()
-		case <-s.ctx.Done():
+		case <-s.ctx.Done(): // the exit timer, the deadline or the caller
 			s.awaitEnd()
 		}
 	}
 	return s.classifyEnd(false)
 }
 
+// closeStdin closes stdin once, and arms the exit rule: an instance still
+// running ExitTimeout later is ended as exit_timeout. It runs on the
+// driver's goroutine (finish) or on the guest's (onLine, closeOnAnswer).
+func (s *session) closeStdin() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closedAt.IsZero() {
+		return
+	}
+	s.trace.event(TraceClose, nil) // before closing: the exit may be traced before CloseWrite returns
+	s.closedAt = time.Now()
+	s.stdin.CloseWrite()
+	s.exitTimer = time.AfterFunc(s.lim.ExitTimeout, func() { s.kill(errExitTimeout) })
+}
+
+func (s *session) stopExitTimer() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.exitTimer != nil {
+		s.exitTimer.Stop()
+	}
+}
+
+// exitWait is the time from closing stdin to the instance's end; zero
+// when the instance ended before stdin closed (or has not ended). Call it
+// after finish.
+func (s *session) exitWait() time.Duration {
+	s.mu.Lock()
+	closed := s.closedAt
+	s.mu.Unlock()
+	if closed.IsZero() || s.ended.IsZero() || !s.ended.After(closed) {
+		return 0
+	}
+	return s.ended.Sub(closed)
+}
+
 // abort ends the instance after a crash the driver found (or a host error),
 // and waits for it to be gone. It is safe to call again, and after finish.
 func (s *session) abort() {
 	defer s.stop()
+	defer s.stopExitTimer()
 	if !s.exited {
 		s.kill(errCrashed)
 		s.stdin.CloseWrite()
@@ -417,7 +548,11 @@ func (s *session) onLine(line []byte) error {
 	}
 	s.pending = ""
 	s.answered[key] = true
+	last := s.closeOnAnswer
 	s.mu.Unlock()
+	if last {
+		s.closeStdin()
+	}
 	s.responses <- msg // never blocks: one response per request sent
 	return nil
 }
