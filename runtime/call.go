@@ -313,7 +313,8 @@ func (rt *Runtime) limitsFor(override *limits.Limits) (limits.Limits, error) {
 }
 
 func (p *Package) call(ctx context.Context, tool string, args json.RawMessage, req CallRequest, lim limits.Limits, res *Result) error {
-	log := p.rt.log.With(zap.String("package", p.name), zap.String("tool", tool))
+	// WithLazy: the fields are encoded only if the call logs something.
+	log := p.rt.log.WithLazy(zap.String("package", p.name), zap.String("tool", tool))
 	params, err := protocol.ToolsCallParams(tool, args)
 	if err != nil {
 		return &CallError{CodeBadArguments, err.Error()}

@@ -93,6 +93,17 @@ func (rt *Runtime) reportUpload(ctx context.Context, name string, hash []byte, s
 
 // reportCall logs the line of one call and tells the observer.
 func (rt *Runtime) reportCall(ctx context.Context, log *zap.Logger, e CallEvent) {
+	if ce := log.Check(zap.InfoLevel, "call"); ce != nil {
+		ce.Write(callFields(e)...)
+	}
+	if rt.observer != nil {
+		rt.observer.Call(ctx, e)
+	}
+}
+
+// callFields are the log fields of a call's end, built only when the log
+// takes them.
+func callFields(e CallEvent) []zap.Field {
 	s := e.Stats
 	fields := []zap.Field{zap.String("outcome", string(e.Outcome)), zap.Duration("duration", s.Duration),
 		zap.Uint64("fuel", s.FuelUsed), zap.Int64("memoryBytes", s.MemoryBytes), zap.Int64("bytesWritten", s.BytesWritten),
@@ -103,8 +114,5 @@ func (rt *Runtime) reportCall(ctx context.Context, log *zap.Logger, e CallEvent)
 	if e.Crash != "" {
 		fields = append(fields, zap.String("crash", e.Crash))
 	}
-	log.Info("call", fields...)
-	if rt.observer != nil {
-		rt.observer.Call(ctx, e)
-	}
+	return fields
 }

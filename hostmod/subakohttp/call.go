@@ -80,10 +80,12 @@ type Stats struct {
 // Call is the subako_http state of one module instance: its policy, the
 // response it holds for read_response, and its traffic counters.
 type Call struct {
-	cfg       CallConfig
-	policy    *Policy
-	transport *http.Transport
-	log       *zap.Logger
+	cfg    CallConfig
+	policy *Policy
+	log    *zap.Logger
+
+	transportOnce sync.Once
+	transport     *http.Transport // made by roundTrip
 
 	// Test hooks: lookup replaces the system resolver, rawDial the final
 	// dial of an already checked address.
@@ -112,18 +114,27 @@ func NewCall(cfg CallConfig) *Call {
 	if c.log == nil {
 		c.log = zap.NewNop()
 	}
-	c.transport = &http.Transport{
-		Proxy:              nil, // never from the environment
-		DialContext:        c.dialContext,
-		TLSClientConfig:    &tls.Config{RootCAs: cfg.RootCAs, MinVersion: tls.VersionTLS12},
-		ForceAttemptHTTP2:  true,
-		DisableKeepAlives:  true,
-		DisableCompression: true,
-		// Bounded so a hostile server cannot make the host buffer
-		// unbounded headers; the body limits apply separately.
-		MaxResponseHeaderBytes: 1 << 20,
-	}
 	return c
+}
+
+// roundTrip sends req on the call's transport, made at the first request:
+// most calls send none, and a transport with its TLS configuration is a
+// good part of what a call would otherwise allocate for nothing.
+func (c *Call) roundTrip(req *http.Request) (*http.Response, error) {
+	c.transportOnce.Do(func() {
+		c.transport = &http.Transport{
+			Proxy:              nil, // never from the environment
+			DialContext:        c.dialContext,
+			TLSClientConfig:    &tls.Config{RootCAs: c.cfg.RootCAs, MinVersion: tls.VersionTLS12},
+			ForceAttemptHTTP2:  true,
+			DisableKeepAlives:  true,
+			DisableCompression: true,
+			// Bounded so a hostile server cannot make the host buffer
+			// unbounded headers; the body limits apply separately.
+			MaxResponseHeaderBytes: 1 << 20,
+		}
+	})
+	return c.transport.RoundTrip(req)
 }
 
 // Stats returns the traffic so far.
@@ -369,7 +380,7 @@ func (c *Call) roundTrips(ctx context.Context, r *parsedRequest, body *bodySourc
 				req.Header.Set(cr.Header, v)
 			}
 		}
-		resp, err := c.transport.RoundTrip(req)
+		resp, err := c.roundTrip(req)
 		if err != nil {
 			return nil, classify(ctx, err, host, port)
 		}
