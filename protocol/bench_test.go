@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -10,12 +11,16 @@ import (
 const greetLine = `{"jsonrpc":"2.0","id":4503599627370497,"result":{"content":[{"type":"text","text":"Hello, Ada!"}],"isError":false}}`
 
 func BenchmarkClassifyCallResponse(b *testing.B) {
-	line := []byte(greetLine)
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := Classify(line); err != nil {
-			b.Fatal(err)
-		}
+	for _, line := range []string{greetLine, strings.Replace(greetLine, "4503599627370497", `"subako-1f3a9c0d5e7b2468"`, 1)} {
+		b.Run(line[22:26], func(b *testing.B) {
+			l := []byte(line)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Classify(l); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 
@@ -42,9 +47,10 @@ func BenchmarkParseCallToolResult(b *testing.B) {
 func BenchmarkEncodeToolsCall(b *testing.B) {
 	client := ClientInfo{Name: "subako", Version: "0.2.3"}
 	id := IntID(4503599627370497)
+	args := json.RawMessage(`{"name":"Ada"}`)
 	b.ReportAllocs()
 	for b.Loop() {
-		params, err := ToolsCallParams("greet", json.RawMessage(`{"name":"Ada"}`))
+		params, err := ToolsCallParams("greet", args)
 		if err != nil {
 			b.Fatal(err)
 		}

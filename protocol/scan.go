@@ -141,6 +141,16 @@ func scanArray(data []byte, buf []json.RawMessage) ([]json.RawMessage, bool) {
 	}
 }
 
+// validJSON is json.Valid, in one pass of the scanner for all but deeply
+// nested text.
+func validJSON(data []byte) bool {
+	i := skipSpace(data, 0)
+	if end, ok := skipValue(data, i, 0); ok && skipSpace(data, end) == len(data) {
+		return true
+	}
+	return json.Valid(data)
+}
+
 // decodeKey unescapes a quoted key the way encoding/json does (invalid
 // UTF-8 and lone surrogates become U+FFFD) by letting it do the work.
 func decodeKey(quoted []byte) ([]byte, bool) {

@@ -106,6 +106,9 @@ func checkScanMatchesEncodingJSON(t *testing.T, data []byte) {
 	if err == nil {
 		checkMembers(t, ms, lm)
 	}
+	if validJSON(data) != json.Valid(data) {
+		t.Fatalf("validJSON(%q) = %v", data, !json.Valid(data))
+	}
 	s, ok := jsonString(data)
 	ls, lok := legacyJSONString(data)
 	if s != ls || ok != lok {
@@ -216,5 +219,13 @@ func TestDecodersMatchLegacy(t *testing.T) {
 		`{"jsonrpc":"2.0","id":null,"error":{"code":1.5,"message":"m"}}`, `{"jsonrpc":"2.0","id":"a\"b","method":"m","params":[1]}`,
 	) {
 		checkDecodersMatchLegacy(t, []byte(s))
+	}
+}
+
+func TestValidJSONMatchesEncodingJSON(t *testing.T) {
+	for _, s := range append(append(scanSeeds, deepSeeds...), `1`, ` "x" `, `[1,{"a":[]}]`, `nul`, `1 2`, strings.Repeat("[", 10001)+strings.Repeat("]", 10001)) {
+		if got, want := validJSON([]byte(s)), json.Valid([]byte(s)); got != want {
+			t.Errorf("validJSON(%.40q) = %v, json.Valid %v", s, got, want)
+		}
 	}
 }
