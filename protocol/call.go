@@ -9,12 +9,12 @@ type ContentBlock struct {
 	// Raw is the block as sent.
 	Raw json.RawMessage
 
-	members map[string]json.RawMessage
+	members memberList
 }
 
 // str returns a string member of the block.
 func (b ContentBlock) str(name string) (string, bool) {
-	return jsonString(b.members[name])
+	return jsonString(b.members.value(name))
 }
 
 // CallToolResult is a tools/call result.
@@ -36,35 +36,43 @@ type CallToolResult struct {
 // *Error{CodeInvalidResult}. Unknown block types are kept (BuildView turns
 // them into notes); unknown members are ignored.
 func ParseCallToolResult(result json.RawMessage) (CallToolResult, error) {
-	members, err := objectMembers(result)
+	var buf [8]member
+	members, err := objectMembers(result, buf[:0])
 	if err != nil {
 		return CallToolResult{}, errorf(CodeInvalidResult, "the tools/call result is %s; it must be a CallToolResult object with a \"content\" array", describeJSON(result))
 	}
-	r := CallToolResult{Raw: result, StructuredContent: members["structuredContent"], Meta: members["_meta"]}
-	raw, ok := members["content"]
+	r := CallToolResult{Raw: result, StructuredContent: members.value("structuredContent"), Meta: members.value("_meta")}
+	raw, ok := members.get("content")
 	if !ok {
 		return CallToolResult{}, errorf(CodeInvalidResult, "the tools/call result has no \"content\"; a CallToolResult needs a content array (it may be empty)")
 	}
-	var items []json.RawMessage
-	if firstByte(raw) != '[' || json.Unmarshal(raw, &items) != nil {
+	var itemBuf [4]json.RawMessage
+	items, ok := arrayItems(raw, itemBuf[:0])
+	if !ok {
 		return CallToolResult{}, errorf(CodeInvalidResult, "the tools/call result has \"content\" that is %s; it must be an array of content blocks", describeJSON(raw))
 	}
 	r.Content = make([]ContentBlock, len(items))
+	// The blocks' members share one backing array: a block keeps a capped
+	// slice of it, so a later append that moves the array leaves it intact.
+	var all memberList
 	for i, it := range items {
-		m, err := objectMembers(it)
+		start := len(all)
+		all, err = objectMembers(it, all)
 		if err != nil {
 			return CallToolResult{}, errorf(CodeInvalidResult, "content block #%d is %s; each content block must be an object with a \"type\"", i+1, describeJSON(it))
 		}
-		t, ok := jsonString(m["type"])
+		m := all[start:len(all):len(all)]
+		rawType, has := m.get("type")
+		t, ok := jsonString(rawType)
 		if !ok {
-			if _, has := m["type"]; !has {
+			if !has {
 				return CallToolResult{}, errorf(CodeInvalidResult, "content block #%d has no \"type\"; use \"text\", \"image\", \"resource_link\", …", i+1)
 			}
-			return CallToolResult{}, errorf(CodeInvalidResult, "content block #%d has \"type\":%s; it must be a string", i+1, quoteRaw(m["type"]))
+			return CallToolResult{}, errorf(CodeInvalidResult, "content block #%d has \"type\":%s; it must be a string", i+1, quoteRaw(rawType))
 		}
 		r.Content[i] = ContentBlock{Type: t, Raw: it, members: m}
 	}
-	if v, ok := members["isError"]; ok && !isNull(v) {
+	if v, ok := members.get("isError"); ok && !isNull(v) {
 		switch string(trimSpace(v)) {
 		case "true":
 			r.IsError = true
@@ -84,4 +92,20 @@ func trimSpace(b []byte) []byte {
 		b = b[:len(b)-1]
 	}
 	return b
+}
+
+// arrayItems appends the elements of the JSON array raw to buf; ok is false
+// when raw is not an array (or not JSON).
+func arrayItems(raw json.RawMessage, buf []json.RawMessage) ([]json.RawMessage, bool) {
+	if firstByte(raw) != '[' {
+		return nil, false
+	}
+	if items, ok := scanArray(raw, buf); ok {
+		return items, true
+	}
+	var items []json.RawMessage
+	if json.Unmarshal(raw, &items) != nil {
+		return nil, false
+	}
+	return items, true
 }

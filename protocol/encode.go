@@ -49,24 +49,35 @@ func EncodeRequest(id ID, method string, params map[string]any, client ClientInf
 	if method == "" {
 		return nil, errors.New("protocol: a request needs a method")
 	}
+	var meta map[string]any
+	switch m := params["_meta"].(type) {
+	case nil:
+	case map[string]any:
+		meta = m
+	default:
+		return nil, fmt.Errorf("protocol: params._meta is a %T; it must be a map[string]any", m)
+	}
+	if line, ok := appendRequest(id, method, params, meta, client); ok {
+		return line, nil
+	}
+	return encodeRequestJSON(id, method, params, meta, client)
+}
+
+// encodeRequestJSON is EncodeRequest through encoding/json: the definition
+// of the output, used for values appendRequest does not know.
+func encodeRequestJSON(id ID, method string, params, meta map[string]any, client ClientInfo) ([]byte, error) {
 	p := make(map[string]any, len(params)+1)
 	for k, v := range params {
 		p[k] = v
 	}
-	meta := map[string]any{}
-	switch m := params["_meta"].(type) {
-	case nil:
-	case map[string]any:
-		for k, v := range m {
-			meta[k] = v
-		}
-	default:
-		return nil, fmt.Errorf("protocol: params._meta is a %T; it must be a map[string]any", m)
+	m := make(map[string]any, len(meta)+3)
+	for k, v := range meta {
+		m[k] = v
 	}
-	meta[MetaProtocolVersion] = Version
-	meta[MetaClientInfo] = client
-	meta[MetaClientCapabilities] = struct{}{}
-	p["_meta"] = meta
+	m[MetaProtocolVersion] = Version
+	m[MetaClientInfo] = client
+	m[MetaClientCapabilities] = struct{}{}
+	p["_meta"] = m
 
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -93,7 +104,7 @@ func ToolsCallParams(name string, arguments json.RawMessage) (map[string]any, er
 	if len(arguments) == 0 {
 		arguments = json.RawMessage("{}")
 	}
-	if firstByte(arguments) != '{' || !json.Valid(arguments) {
+	if firstByte(arguments) != '{' || !validJSON(arguments) {
 		return nil, errors.New("protocol: tool arguments must be a JSON object")
 	}
 	return map[string]any{"name": name, "arguments": arguments}, nil

@@ -39,7 +39,11 @@ type ID struct {
 }
 
 // StringID returns the string id s.
-func StringID(s string) ID { return ID{kind: idString, str: s, key: "s" + s} }
+func StringID(s string) ID { return stringIDFromKey("s" + s) }
+
+// stringIDFromKey makes the string id whose key is key ("s" + the string):
+// the string shares the key's bytes, one allocation instead of two.
+func stringIDFromKey(key string) ID { return ID{kind: idString, str: key[1:], key: key} }
 
 // IntID returns the integer id n.
 func IntID(n int64) ID {
@@ -147,6 +151,9 @@ func (id *ID) UnmarshalJSON(b []byte) error {
 
 // parseID reads an id from JSON text already known (or not) to be valid.
 func parseID(b []byte) (ID, error) {
+	if p, ok := plainString(b); ok {
+		return stringIDFromKey("s" + string(p)), nil
+	}
 	t := strings.TrimSpace(string(b))
 	if t == "" {
 		return ID{}, errors.New("the id is empty")
@@ -284,7 +291,10 @@ func numberKey(s string) string {
 	expNeg := strings.HasPrefix(expText, "-")
 	expDigits := strings.TrimLeft(strings.TrimLeft(expText, "+-"), "0")
 	if len(expDigits) <= 17 {
-		e, _ := strconv.ParseInt(expDigits, 10, 64) // "" parses as error and 0
+		var e int64
+		if expDigits != "" { // ParseInt would allocate its error for ""
+			e, _ = strconv.ParseInt(expDigits, 10, 64)
+		}
 		if expNeg {
 			e = -e
 		}

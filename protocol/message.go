@@ -92,24 +92,29 @@ func Classify(line []byte) (Message, error) {
 		at := invalidUTF8At(line)
 		return Message{}, errorf(CodeNotJSONRPC, "a stdout line is not valid UTF-8 (bad byte at offset %d); JSON-RPC messages are UTF-8 JSON", at)
 	}
-	var members map[string]json.RawMessage
-	if err := json.Unmarshal(line, &members); err != nil {
-		return Message{}, notJSONError(line, err)
+	var buf [8]member
+	members, ok := scanObject(line, buf[:0])
+	if !ok {
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(line, &m); err != nil {
+			return Message{}, notJSONError(line, err)
+		}
+		if m == nil {
+			return Message{}, errorf(CodeNotJSONRPC, "a stdout line is JSON null, not a JSON-RPC message")
+		}
+		members = membersOf(m)
 	}
-	if members == nil {
-		return Message{}, errorf(CodeNotJSONRPC, "a stdout line is JSON null, not a JSON-RPC message")
-	}
-	ver, ok := members["jsonrpc"]
+	ver, ok := members.get("jsonrpc")
 	if !ok {
 		return Message{}, errorf(CodeNotJSONRPC, "a stdout line has no \"jsonrpc\" member; every message needs \"jsonrpc\":\"2.0\" (line starts %s)", snippet(line))
 	}
-	if v, ok := jsonString(ver); !ok || v != "2.0" {
+	if !jsonStringIs(ver, "2.0") {
 		return Message{}, errorf(CodeNotJSONRPC, "a stdout line has \"jsonrpc\":%s; it must be the string \"2.0\"", quoteRaw(ver))
 	}
-	method, hasMethod := members["method"]
-	rawID, hasID := members["id"]
-	result, hasResult := members["result"]
-	rpcErr, hasError := members["error"]
+	method, hasMethod := members.get("method")
+	rawID, hasID := members.get("id")
+	result, hasResult := members.get("result")
+	rpcErr, hasError := members.get("error")
 
 	if hasMethod {
 		m, ok := jsonString(method)
@@ -120,11 +125,11 @@ func Classify(line []byte) (Message, error) {
 			return Message{}, errorf(CodeNotJSONRPC, "a message has both \"method\" and \"%s\"; it must be either a request/notification or a response", pick(hasResult, "result", "error"))
 		}
 		msg := Message{Kind: KindNotification, Method: m}
-		if p, ok := members["params"]; ok && !isNull(p) {
+		if p, ok := members.get("params"); ok && !isNull(p) {
 			if c := firstByte(p); c != '{' && c != '[' {
 				return Message{}, errorf(CodeNotJSONRPC, "message %s has params %s; params must be an object or an array", quoteShort(m, 80), quoteRaw(p))
 			}
-			msg.Params = p
+			msg.Params = clone(p)
 		}
 		if hasID {
 			id, err := parseID(rawID)
@@ -155,7 +160,7 @@ func Classify(line []byte) (Message, error) {
 		if id.IsNull() {
 			return Message{}, errorf(CodeNotJSONRPC, "a result response has id null; copy the request's id into the response")
 		}
-		return Message{Kind: KindResponse, ID: id, Result: result}, nil
+		return Message{Kind: KindResponse, ID: id, Result: clone(result)}, nil
 	}
 	e, perr := parseRPCError(rpcErr)
 	if perr != nil {
@@ -165,11 +170,12 @@ func Classify(line []byte) (Message, error) {
 }
 
 func parseRPCError(raw json.RawMessage) (*RPCError, *Error) {
-	var members map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &members); err != nil || members == nil {
+	var buf [8]member
+	members, err := objectMembers(raw, buf[:0])
+	if err != nil {
 		return nil, errorf(CodeNotJSONRPC, "an error response has \"error\":%s; it must be an object with code and message", quoteRaw(raw))
 	}
-	code, ok := members["code"]
+	code, ok := members.get("code")
 	if !ok {
 		return nil, errorf(CodeNotJSONRPC, "an error response's error object has no \"code\"")
 	}
@@ -178,15 +184,15 @@ func parseRPCError(raw json.RawMessage) (*RPCError, *Error) {
 		return nil, errorf(CodeNotJSONRPC, "an error response has \"code\":%s; it must be an integer", quoteRaw(code))
 	}
 	e := &RPCError{Code: n}
-	m, ok := members["message"]
+	m, ok := members.get("message")
 	if !ok {
 		return nil, errorf(CodeNotJSONRPC, "an error response's error object (code %d) has no \"message\"", n)
 	}
 	if e.Message, ok = jsonString(m); !ok {
 		return nil, errorf(CodeNotJSONRPC, "an error response has \"message\":%s; it must be a string", quoteRaw(m))
 	}
-	if d, ok := members["data"]; ok {
-		e.Data = d
+	if d, ok := members.get("data"); ok {
+		e.Data = clone(d)
 	}
 	return e, nil
 }
@@ -273,9 +279,27 @@ func jsonString(raw json.RawMessage) (string, bool) {
 	if firstByte(raw) != '"' {
 		return "", false
 	}
+	if p, ok := plainString(raw); ok {
+		return string(p), true
+	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return "", false
 	}
 	return s, true
+}
+
+// jsonStringIs reports whether raw is a JSON string that decodes to want,
+// without allocating when it has no escapes.
+func jsonStringIs(raw json.RawMessage, want string) bool {
+	if p, ok := plainString(raw); ok {
+		return string(p) == want
+	}
+	s, ok := jsonString(raw)
+	return ok && s == want
+}
+
+// clone copies a raw value so a Message does not alias the line it came from.
+func clone(raw json.RawMessage) json.RawMessage {
+	return append(json.RawMessage(nil), raw...)
 }

@@ -14,15 +14,13 @@ func CheckComplete(result json.RawMessage) error {
 	if firstByte(result) != '{' {
 		return nil
 	}
-	var members map[string]json.RawMessage
-	if err := json.Unmarshal(result, &members); err != nil {
+	var buf [8]member
+	members, err := objectMembers(result, buf[:0])
+	if err != nil {
 		return nil
 	}
-	rt, ok := members["resultType"]
-	if !ok {
-		return nil
-	}
-	if s, ok := jsonString(rt); ok && s == "complete" {
+	rt, ok := members.get("resultType")
+	if !ok || jsonStringIs(rt, "complete") {
 		return nil
 	}
 	return errorf(CodeResultNotComplete, "the result has \"resultType\":%s; a stateless server must answer with a complete result (omit resultType or set it to \"complete\")", quoteRaw(rt))
@@ -48,16 +46,17 @@ type DiscoverResult struct {
 // Version in supportedVersions (an array of strings) and having an object
 // capabilities.tools; otherwise *Error{CodeDiscoverUnsupported}.
 func ParseDiscover(result json.RawMessage) (DiscoverResult, error) {
-	members, err := objectMembers(result)
+	var buf [8]member
+	members, err := objectMembers(result, buf[:0])
 	if err != nil {
 		return DiscoverResult{}, errorf(CodeDiscoverUnsupported, "the server/discover result is %s, not an object with supportedVersions and capabilities", describeJSON(result))
 	}
-	d := DiscoverResult{Raw: result, ServerInfo: members["serverInfo"], Instructions: members["instructions"]}
-	_, d.HasResultType = members["resultType"]
-	_, d.HasTTLMs = members["ttlMs"]
-	_, d.HasCacheScope = members["cacheScope"]
+	d := DiscoverResult{Raw: result, ServerInfo: members.value("serverInfo"), Instructions: members.value("instructions")}
+	d.HasResultType = members.has("resultType")
+	d.HasTTLMs = members.has("ttlMs")
+	d.HasCacheScope = members.has("cacheScope")
 
-	sv, ok := members["supportedVersions"]
+	sv, ok := members.get("supportedVersions")
 	if !ok {
 		return d, errorf(CodeDiscoverUnsupported, "the server/discover result has no supportedVersions; list %q in it", Version)
 	}
@@ -67,16 +66,17 @@ func ParseDiscover(result json.RawMessage) (DiscoverResult, error) {
 	if !slices.Contains(d.SupportedVersions, Version) {
 		return d, errorf(CodeDiscoverUnsupported, "the module supports MCP %s but not %s, the revision ABI 1 speaks; add %q to supportedVersions", quoteRaw(sv), Version, Version)
 	}
-	caps, ok := members["capabilities"]
+	caps, ok := members.get("capabilities")
 	if !ok {
 		return d, errorf(CodeDiscoverUnsupported, "the server/discover result has no capabilities; declare \"capabilities\":{\"tools\":{}}")
 	}
 	d.Capabilities = caps
-	cm, err := objectMembers(caps)
+	var capsBuf [4]member
+	cm, err := objectMembers(caps, capsBuf[:0])
 	if err != nil {
 		return d, errorf(CodeDiscoverUnsupported, "the server/discover result has capabilities %s; it must be an object such as {\"tools\":{}}", quoteRaw(caps))
 	}
-	tools, ok := cm["tools"]
+	tools, ok := cm.get("tools")
 	if !ok {
 		return d, errorf(CodeDiscoverUnsupported, "the module does not declare the tools capability; add \"tools\":{} to capabilities")
 	}
@@ -86,16 +86,23 @@ func ParseDiscover(result json.RawMessage) (DiscoverResult, error) {
 	return d, nil
 }
 
-// objectMembers decodes a JSON object's members; anything else is an error.
-func objectMembers(raw json.RawMessage) (map[string]json.RawMessage, error) {
-	var m map[string]json.RawMessage
+// objectMembers appends a JSON object's members to buf; anything else is an
+// error. The values alias raw.
+func objectMembers(raw json.RawMessage, buf memberList) (memberList, error) {
 	if firstByte(raw) != '{' {
 		return nil, notObjectError{}
 	}
+	if ms, ok := scanObject(raw, buf); ok {
+		return ms, nil
+	}
+	var m map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return nil, err
 	}
-	return m, nil
+	if len(buf) == 0 {
+		return membersOf(m), nil
+	}
+	return append(buf, membersOf(m)...), nil
 }
 
 type notObjectError struct{}

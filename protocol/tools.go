@@ -24,7 +24,7 @@ type Tool struct {
 	// Raw is the tool exactly as sent (what MarshalJSON prints).
 	Raw json.RawMessage
 
-	members map[string]json.RawMessage // nil when Raw is not an object
+	members memberList // nil when Raw is not an object
 }
 
 // ToolsPage is one tools/list result.
@@ -40,11 +40,12 @@ type ToolsPage struct {
 // any other shape is *Error{CodeInvalidResult}. Each tool is kept raw, even
 // one that is not an object, so ValidateTools can report every problem.
 func ParseToolsPage(result json.RawMessage) (ToolsPage, error) {
-	members, err := objectMembers(result)
+	var buf [8]member
+	members, err := objectMembers(result, buf[:0])
 	if err != nil {
 		return ToolsPage{}, errorf(CodeInvalidResult, "the tools/list result is %s; it must be an object with a \"tools\" array", describeJSON(result))
 	}
-	raw, ok := members["tools"]
+	raw, ok := members.get("tools")
 	if !ok {
 		return ToolsPage{}, errorf(CodeInvalidResult, "the tools/list result has no \"tools\" array")
 	}
@@ -53,7 +54,7 @@ func ParseToolsPage(result json.RawMessage) (ToolsPage, error) {
 		return ToolsPage{}, errorf(CodeInvalidResult, "the tools/list result has \"tools\" %s; it must be an array of tools", describeJSON(raw))
 	}
 	var page ToolsPage
-	if c, ok := members["nextCursor"]; ok && !isNull(c) {
+	if c, ok := members.get("nextCursor"); ok && !isNull(c) {
 		s, ok := jsonString(c)
 		if !ok {
 			return ToolsPage{}, errorf(CodeInvalidResult, "the tools/list result has \"nextCursor\":%s; a cursor must be a string", quoteRaw(c))
@@ -73,27 +74,29 @@ func ParseTool(raw json.RawMessage) Tool { return newTool(raw) }
 
 func newTool(raw json.RawMessage) Tool {
 	t := Tool{Raw: raw}
-	m, err := objectMembers(raw)
+	m, err := objectMembers(raw, nil)
 	if err != nil {
 		return t
 	}
+	if m == nil {
+		m = memberList{} // an empty object: members, but none
+	}
 	t.members = m
-	t.Name, _ = jsonString(m["name"])
-	t.Title, _ = jsonString(m["title"])
-	t.Description, _ = jsonString(m["description"])
-	t.InputSchema = m["inputSchema"]
-	t.OutputSchema = m["outputSchema"]
-	t.Annotations = m["annotations"]
-	t.Icons = m["icons"]
-	t.Meta = m["_meta"]
+	t.Name, _ = jsonString(m.value("name"))
+	t.Title, _ = jsonString(m.value("title"))
+	t.Description, _ = jsonString(m.value("description"))
+	t.InputSchema = m.value("inputSchema")
+	t.OutputSchema = m.value("outputSchema")
+	t.Annotations = m.value("annotations")
+	t.Icons = m.value("icons")
+	t.Meta = m.value("_meta")
 	return t
 }
 
 // Has reports whether the tool's JSON object has the member name (even when
 // its value is null), for the warnings of check.
 func (t Tool) Has(name string) bool {
-	_, ok := t.members[name]
-	return ok
+	return t.members.has(name)
 }
 
 // MarshalJSON reproduces the tool as the module sent it. A Tool built in Go

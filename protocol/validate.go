@@ -167,13 +167,13 @@ func ValidateTools(tools []Tool, maxTools int) (*ToolSet, []*Error) {
 			}
 		}
 		for _, m := range []string{"title", "description"} {
-			if v, ok := t.members[m]; ok && !isNull(v) {
+			if v, ok := t.members.get(m); ok && !isNull(v) {
 				if _, isStr := jsonString(v); !isStr {
 					bad("%s is %s; it must be a string", m, describeJSON(v))
 				}
 			}
 		}
-		if v, ok := t.members["description"]; !ok || isNull(v) {
+		if v, ok := t.members.get("description"); !ok || isNull(v) {
 			set.warnings = append(set.warnings, Warning{t.Name, WarnDescription, "the tool has no description; the model chooses tools by their descriptions"})
 		}
 		if maxTools > 0 && i >= maxTools {
@@ -181,7 +181,7 @@ func ValidateTools(tools []Tool, maxTools int) (*ToolSet, []*Error) {
 		}
 		ct := &CompiledTool{Tool: t}
 		var warn []string
-		if in, ok := t.members["inputSchema"]; !ok || isNull(in) {
+		if in, ok := t.members.get("inputSchema"); !ok || isNull(in) {
 			bad("it has no inputSchema; give one such as {\"type\":\"object\"}")
 		} else if firstByte(in) != '{' {
 			bad("inputSchema is %s; it must be a JSON Schema object with \"type\":\"object\"", describeJSON(in))
@@ -198,7 +198,7 @@ func ValidateTools(tools []Tool, maxTools int) (*ToolSet, []*Error) {
 			}
 			ct.input = s
 		}
-		if out, ok := t.members["outputSchema"]; ok && !isNull(out) {
+		if out, ok := t.members.get("outputSchema"); ok && !isNull(out) {
 			s, w, err := compileSchema(out)
 			warn = append(warn, w...)
 			if err != nil {
@@ -227,7 +227,7 @@ func toolLabel(i int, t Tool) string {
 }
 
 func checkName(t Tool, bad func(string, ...any)) bool {
-	raw, ok := t.members["name"]
+	raw, ok := t.members.get("name")
 	if !ok {
 		bad("it has no name")
 		return false
@@ -267,12 +267,12 @@ func newToolFromFields(t Tool) Tool {
 }
 
 func jsonMember(obj json.RawMessage, name string) (json.RawMessage, bool) {
-	m, err := objectMembers(obj)
+	var buf [8]member
+	m, err := objectMembers(obj, buf[:0])
 	if err != nil {
 		return nil, false
 	}
-	v, ok := m[name]
-	return v, ok
+	return m.get(name)
 }
 
 // schemaBase is the made-up URL a tool schema is compiled at. It only gives
