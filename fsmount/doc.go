@@ -8,9 +8,11 @@
 // choose which mount a guest path belongs to, never to decide whether a host
 // path is allowed.
 //
-// The WASI layer (package wasi) uses the opened roots of a Set directly; the
+// The WASI layer (package wasi) uses the roots of a Set directly; the
 // runtime uses OpenFile and Stat to reach files a module named in its output
-// (resource links) or in subako_http requests.
+// (resource links) or in subako_http requests. Either way the Set records
+// which mounts were touched, so that the runtime can give an untouched
+// /volume/tmp to the next call without looking at it again.
 //
 // RemoveAll removes a volume a guest filled, whatever its depth, without
 // following links, and reports what it could not remove.

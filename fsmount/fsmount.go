@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 )
 
@@ -22,6 +23,17 @@ type Mount struct {
 	// ReadOnly makes every write, create, remove, rename, link, symlink and
 	// time or size change in the mount fail with EROFS.
 	ReadOnly bool
+	// Root, when set, is an open root of Host that the Set borrows instead
+	// of opening its own: Open does not check Host, and the Set never
+	// closes it. Its owner must keep it open for as long as the Set is
+	// used. os.Root is safe for concurrent use, so one root may serve the
+	// Sets of many calls at once.
+	Root *os.Root
+	// Lazy defers opening Host to the mount's first use (Set.Root), for a
+	// directory the caller made itself and knows to be one: a call that
+	// never touches the mount then costs no system call for it. Open does
+	// not check Host; if it cannot be opened, every use of the mount fails.
+	Lazy bool
 }
 
 // Guest paths of the mounts of ABI 1.
@@ -92,47 +104,95 @@ type notMounted struct{}
 func (notMounted) Error() string        { return "no mount holds this path" }
 func (notMounted) Is(target error) bool { return target == fs.ErrNotExist }
 
-// Set is a list of mounts with an opened os.Root per mount. It is safe for
+// Set is a list of mounts with an os.Root per mount. It is safe for
 // concurrent use; Close it when the call ends.
+//
+// The Set records which mounts were used: a mount is touched once Root,
+// OpenFile or Stat was called for it, whether the operation then succeeded
+// or not. Every access to a mount's host directory goes through one of
+// them (the roots are never handed out otherwise, and whatever is opened
+// beneath a root was opened through it), so a mount that is not touched
+// was not reached through the Set at all: its host directory is as the
+// Set found it. Resolve, Mounts and Len look at names only and do not
+// touch.
 type Set struct {
 	mounts []Mount
-	roots  []*os.Root
+
+	mu      sync.Mutex
+	closed  bool
+	roots   []*os.Root // nil until opened, for a Lazy mount
+	errs    []error    // why a Lazy mount's root could not be opened
+	touched []bool
 }
 
-// Open validates the mounts and opens a root for each. Guest paths must be
-// absolute, clean and distinct; every Host must be a directory.
+// Open validates the mounts and opens a root for each (but Lazy ones and
+// those with a Root). Guest paths must be absolute, clean and distinct;
+// every Host must be a directory.
 func Open(mounts []Mount) (*Set, error) {
-	s := &Set{}
-	seen := map[string]bool{}
-	for _, m := range mounts {
+	s := &Set{
+		mounts:  make([]Mount, 0, len(mounts)),
+		roots:   make([]*os.Root, len(mounts)),
+		errs:    make([]error, len(mounts)),
+		touched: make([]bool, len(mounts)),
+	}
+	for i, m := range mounts {
 		if !path.IsAbs(m.Guest) || path.Clean(m.Guest) != m.Guest {
 			s.Close()
 			return nil, fmt.Errorf("fsmount: guest path %q must be absolute and clean", m.Guest)
 		}
-		if seen[m.Guest] {
-			s.Close()
-			return nil, fmt.Errorf("fsmount: guest path %q is mounted twice", m.Guest)
-		}
-		seen[m.Guest] = true
-		r, err := os.OpenRoot(m.Host)
-		if err != nil {
-			s.Close()
-			return nil, fmt.Errorf("fsmount: mount %s: %w", m.Guest, err)
+		// Quadratic, but mounts are few, and a map would cost every call
+		// an allocation.
+		for _, o := range s.mounts {
+			if o.Guest == m.Guest {
+				s.Close()
+				return nil, fmt.Errorf("fsmount: guest path %q is mounted twice", m.Guest)
+			}
 		}
 		s.mounts = append(s.mounts, m)
-		s.roots = append(s.roots, r)
+		switch {
+		case m.Root != nil:
+			s.roots[i] = m.Root
+		case !m.Lazy:
+			r, err := os.OpenRoot(m.Host)
+			if err != nil {
+				s.Close()
+				return nil, fmt.Errorf("fsmount: mount %s: %w", m.Guest, err)
+			}
+			s.roots[i] = r
+		}
 	}
 	return s, nil
 }
 
-// Close closes every root. Files opened through the Set stay usable.
+// Close closes every root the Set opened (not the borrowed ones, which
+// their owner closes). Files opened through the Set stay usable; Root of a
+// closed Set fails with os.ErrClosed.
 func (s *Set) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	var errs []error
-	for _, r := range s.roots {
-		errs = append(errs, r.Close())
+	for i, r := range s.roots {
+		if r != nil && s.mounts[i].Root == nil {
+			errs = append(errs, r.Close())
+		}
+		s.roots[i] = nil
 	}
-	s.roots = nil
+	s.closed = true
 	return errors.Join(errs...)
+}
+
+// Touched reports whether the mount at guest path guest was touched:
+// whether anything reached, or tried to reach, its host directory through
+// the Set. It is false when no mount is there.
+func (s *Set) Touched(guest string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, m := range s.mounts {
+		if m.Guest == guest {
+			return s.touched[i]
+		}
+	}
+	return false
 }
 
 // Mounts returns a copy of the mounts, in preopen order.
@@ -143,10 +203,31 @@ func (s *Set) Mounts() []Mount {
 // Len is the number of mounts.
 func (s *Set) Len() int { return len(s.mounts) }
 
-// Root returns the opened root of mount i (in Mounts order). The Set owns
-// it: callers must not close it. Writes through it are not checked against
-// ReadOnly; that is the caller's job.
-func (s *Set) Root(i int) *os.Root { return s.roots[i] }
+// Root returns the root of mount i (in Mounts order), opening it first
+// for a Lazy mount, and marks the mount touched. The Set, or the owner of
+// a borrowed root, owns it: callers must not close it, nor keep it past
+// the Set's Close. Writes through it are not checked against ReadOnly;
+// that is the caller's job. An error names the guest path, not the host's.
+func (s *Set) Root(i int) (*os.Root, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.touched[i] = true
+	switch {
+	case s.closed:
+		return nil, &fs.PathError{Op: "open", Path: s.mounts[i].Guest, Err: os.ErrClosed}
+	case s.roots[i] == nil && s.errs[i] == nil:
+		r, err := os.OpenRoot(s.mounts[i].Host)
+		if err != nil {
+			// Kept: every later use fails alike, without a system call.
+			s.errs[i] = guestError("open", s.mounts[i].Guest, err)
+		}
+		s.roots[i] = r
+	}
+	if s.errs[i] != nil {
+		return nil, s.errs[i]
+	}
+	return s.roots[i], nil
+}
 
 // Resolve finds the mount that holds guestPath (the longest guest prefix)
 // and returns its index and the path relative to the mount ("." for the
@@ -191,10 +272,14 @@ func (s *Set) OpenFile(guestPath string, flag int, perm fs.FileMode) (*os.File, 
 	if err != nil {
 		return nil, err
 	}
+	root, err := s.Root(i) // touches even a refused write: be conservative
+	if err != nil {
+		return nil, err
+	}
 	if s.mounts[i].ReadOnly && flag&writeFlags != 0 {
 		return nil, &fs.PathError{Op: "open", Path: guestPath, Err: syscall.EROFS}
 	}
-	f, err := s.roots[i].OpenFile(rel, flag, perm)
+	f, err := root.OpenFile(rel, flag, perm)
 	if err != nil {
 		return nil, guestError("open", guestPath, err)
 	}
@@ -211,7 +296,11 @@ func (s *Set) Stat(guestPath string) (hostPath string, info fs.FileInfo, err err
 	if err != nil {
 		return "", nil, err
 	}
-	info, err = s.roots[i].Stat(rel)
+	root, err := s.Root(i)
+	if err != nil {
+		return "", nil, err
+	}
+	info, err = root.Stat(rel)
 	if err != nil {
 		return "", nil, guestError("stat", guestPath, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -170,5 +171,73 @@ func TestLongestPrefixWins(t *testing.T) {
 	}
 	if _, _, err := s.Resolve("/skillsx/a"); err == nil {
 		t.Fatal("a sibling name with the same prefix matched")
+	}
+}
+
+// The Set records every use of a mount, refused or failed ones too, and
+// nothing else: Resolve and Mounts look at names only.
+func TestSetRecordsTouchedMounts(t *testing.T) {
+	base := t.TempDir()
+	tmp, pkg := filepath.Join(base, "tmp"), filepath.Join(base, "pkg")
+	os.Mkdir(tmp, 0o755)
+	os.Mkdir(pkg, 0o755)
+	tests := []struct {
+		name string
+		use  func(s *Set)
+		want string // the mount touched; "" for none
+	}{
+		{"resolve", func(s *Set) { s.Resolve("/volume/tmp/x"); s.Mounts() }, ""},
+		{"root", func(s *Set) { s.Root(0) }, GuestTmp},
+		{"open missing", func(s *Set) { s.OpenFile("/volume/tmp/missing", os.O_RDONLY, 0) }, GuestTmp},
+		{"stat missing", func(s *Set) { s.Stat("/package/missing") }, GuestPackage},
+		{"refused write", func(s *Set) { s.OpenFile("/package/x", os.O_WRONLY|os.O_CREATE, 0o644) }, GuestPackage},
+		{"not mounted", func(s *Set) { s.OpenFile("/etc/passwd", os.O_RDONLY, 0) }, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := Open([]Mount{{Guest: GuestTmp, Host: tmp, Lazy: true}, {Guest: GuestPackage, Host: pkg, ReadOnly: true}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			tt.use(s)
+			for _, g := range []string{GuestTmp, GuestPackage} {
+				if got := s.Touched(g); got != (g == tt.want) {
+					t.Errorf("%s touched %v", g, got)
+				}
+			}
+		})
+	}
+}
+
+// A Lazy mount is opened on first use (one whose directory is gone fails
+// then, naming the guest path), a borrowed root is never closed by the
+// Set, and a closed Set refuses every use.
+func TestSetLazyBorrowedAndClosed(t *testing.T) {
+	base := t.TempDir()
+	lent, err := os.OpenRoot(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lent.Close()
+	gone := filepath.Join(base, "gone")
+	s, err := Open([]Mount{{Guest: GuestTmp, Host: gone, Lazy: true}, {Guest: GuestPackage, Host: "/nonexistent", Root: lent, ReadOnly: true}})
+	if err != nil {
+		t.Fatalf("Open checked a Lazy or borrowed mount: %v", err)
+	}
+	if _, err := s.Root(0); err == nil || !errors.Is(err, fs.ErrNotExist) || strings.Contains(err.Error(), base) {
+		t.Fatalf("lazy root of a missing directory: %v", err)
+	}
+	if r, err := s.Root(1); r != lent || err != nil {
+		t.Fatalf("borrowed root: %v %v", r, err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lent.Stat("."); err != nil {
+		t.Fatalf("Close closed a borrowed root: %v", err)
+	}
+	if _, err := s.Root(1); !errors.Is(err, os.ErrClosed) {
+		t.Fatalf("Root after Close: %v", err)
 	}
 }

@@ -117,27 +117,37 @@ type Result struct {
 	// Crash is set when Outcome is OutcomeCrashed.
 	Crash *Crash
 	Stats Stats
-	// TmpDir is the host directory that was mounted at /volume/tmp.
+	// TmpDir is the host directory that was mounted at /volume/tmp. Read
+	// the files in it, but do not list, change or add to it before
+	// Release when the runtime made it: a directory the call never touched
+	// goes back to the pool without another look.
 	TmpDir string
 
 	volumes *tempVolumes // set when the runtime made TmpDir
+	// mounts are the call's, whose record tells whether anything reached
+	// TmpDir through them; nil when the call never got that far.
+	mounts *fsmount.Set
 	// reuse says TmpDir may go back to the pool if the call left it
 	// untouched: false when the instance could not be seen to end.
 	reuse bool
 }
 
 // Release gives back the call's /volume/tmp when the runtime made it: a
-// directory the call left no trace in goes back to the runtime's pool of
-// empty ones; any other is removed right after, off the caller's path, and
-// at the latest when the Runtime closes. Files the view links to are gone
-// then. Release is safe to call more than once, and after Runtime.Close.
+// directory the call never touched (nothing reached it through the call's
+// mounts) goes back to the runtime's pool of empty ones at once, and one
+// it touched but left no trace in after a look at it; any other is
+// removed right after, off the caller's path, and at the latest when the
+// Runtime closes. Files the view links to are gone then. Release is safe
+// to call more than once, and after Runtime.Close.
 func (r *Result) Release() error {
 	if r.volumes == nil || r.TmpDir == "" {
 		return nil
 	}
 	v := r.volumes
 	r.volumes = nil
-	return v.put(r.TmpDir, r.reuse)
+	touched := r.mounts == nil || r.mounts.Touched(fsmount.GuestTmp)
+	r.mounts = nil
+	return v.release(r.TmpDir, r.reuse, touched)
 }
 
 // Call runs one tools/call in a fresh instance. An error means the host
@@ -245,7 +255,7 @@ func (p *Package) startCall(ctx context.Context, req CallRequest, tmp string, li
 	if p.checked.Source.HasAssets {
 		layout.Package = p.checked.Source.Dir
 	}
-	mounts, err := openMounts(layout)
+	mounts, err := p.openMounts(layout, !discovery)
 	if err != nil {
 		place.done()
 		return nil, err
@@ -266,10 +276,30 @@ func (p *Package) startCall(ctx context.Context, req CallRequest, tmp string, li
 	return c, nil
 }
 
-func openMounts(layout fsmount.Layout) (*fsmount.Set, error) {
+// openMounts opens the mounts of one instance. With shared set, /package
+// borrows the Package's root, opened once for all its calls (Discover,
+// whose Package may never be returned to be closed, opens its own). A
+// /volume/tmp the runtime made is opened only when something uses it: a
+// call whose guest never touches it costs no system call for it, and its
+// Set's record then lets Release recycle it without a look.
+func (p *Package) openMounts(layout fsmount.Layout, shared bool) (*fsmount.Set, error) {
+	if p.pkgRoot.isClosed() {
+		return nil, fmt.Errorf("package %s: %w", p.name, errPackageClosed)
+	}
 	mounts, err := layout.Mounts()
 	if err != nil {
 		return nil, err
+	}
+	for i := range mounts {
+		m := &mounts[i]
+		switch {
+		case m.Guest == fsmount.GuestTmp:
+			m.Lazy = p.rt.volumes.owns(m.Host)
+		case m.Guest == fsmount.GuestPackage && shared:
+			if m.Root, err = p.pkgRoot.get(m.Host); err != nil {
+				return nil, fmt.Errorf("package %s: %w", p.name, err)
+			}
+		}
 	}
 	return fsmount.Open(mounts)
 }
@@ -323,6 +353,7 @@ func (p *Package) call(ctx context.Context, tool string, args json.RawMessage, r
 	if err != nil {
 		return err
 	}
+	res.mounts = c.mounts
 	defer c.mounts.Close()
 	s := c.s
 	defer s.abort() // a no-op after finish; releases the deadline timer on every path

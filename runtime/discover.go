@@ -31,6 +31,7 @@ type Package struct {
 
 	discovery Discovery // written before the Package is returned, read only after
 	closed    sync.Once
+	pkgRoot   sharedRoot // /package, opened by the first call that mounts it
 	// Opened says how Open opened the package; nil after Load.
 	Opened *Opened
 }
@@ -86,11 +87,11 @@ func (p *Package) Discovery() Discovery {
 }
 
 // Close releases the package's reference to its compiled code (see
-// Checked); calls in flight must have returned. A second Close does
-// nothing.
+// Checked) and closes its /package root; calls in flight must have
+// returned, and later calls fail. A second Close does nothing.
 func (p *Package) Close(ctx context.Context) error {
 	var err error
-	p.closed.Do(func() { err = p.checked.code.release(ctx) })
+	p.closed.Do(func() { err = errors.Join(p.pkgRoot.close(), p.checked.code.release(ctx)) })
 	return err
 }
 

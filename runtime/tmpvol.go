@@ -29,10 +29,12 @@ import (
 // id, because a process id can be reused by an unrelated process.
 //
 // A call takes a directory that was created beforehand, and Release hands
-// it back: one the call left no trace in goes back to the pool (recycle),
-// any other is removed by a goroutine of the runtime's. So a call whose
-// guest never touches /volume/tmp creates and removes nothing, and the
-// others create nothing on the call's path. The contract holds: each call
+// it back: one the call never touched (its fsmount.Set saw nothing reach
+// it) goes back to the pool with no system call at all; one it touched
+// but left no trace in goes back after a look (recycle); any other is
+// removed by a goroutine of the runtime's. So a call whose guest never
+// touches /volume/tmp creates, checks and removes nothing, and the others
+// create nothing on the call's path. The contract holds: each call
 // gets a fresh, empty /volume/tmp, nothing of an earlier call in it or on
 // it; one a call wrote in is removed after the call's Release, at the
 // latest when the Runtime closes, and after a crash when the next Runtime
@@ -56,6 +58,10 @@ type tempVolumes struct {
 
 	mu     sync.Mutex
 	stamps map[string]dirStamp // a directory's metadata when it was last known fresh
+
+	// unlooked and looked count the directories that went back to the
+	// pool without a look and after one (for tests).
+	unlooked, looked atomic.Uint64
 }
 
 // tempVolumePool is how many empty directories wait ready for calls, and
@@ -249,15 +255,31 @@ func (v *tempVolumes) wake() {
 	}
 }
 
-// put takes a released directory back: into the pool when the call left
-// no trace in it (a few system calls here: waiting for a goroutine to do
-// it would let the pool run dry under load), else to the goroutine that
-// removes it.
+// owns reports whether dir is one of this runtime's volumes.
+func (v *tempVolumes) owns(dir string) bool { return filepath.Dir(dir) == v.dir }
+
+// put is release of a directory that may have been touched.
+func (v *tempVolumes) put(dir string, reuse bool) error { return v.release(dir, reuse, true) }
+
+// release takes a released directory back: into the pool when the call
+// never touched it (no system call: nothing reached it, so it is as it
+// was when last known fresh), or when it left no trace in it (a few
+// system calls here: waiting for a goroutine to do it would let the pool
+// run dry under load); else to the goroutine that removes it.
 //
 // reuse false forbids the pool: the instance may not be gone.
-func (v *tempVolumes) put(dir string, reuse bool) error {
+func (v *tempVolumes) release(dir string, reuse, touched bool) error {
 	if !v.closed.Load() {
-		if reuse && v.recycle(dir) {
+		if reuse && !touched {
+			select {
+			case v.ready <- dir: // its stamp stays valid
+				v.unlooked.Add(1)
+				return nil
+			default: // the pool is full
+			}
+		}
+		if reuse && touched && v.recycle(dir) {
+			v.looked.Add(1)
 			return nil
 		}
 		select {

@@ -61,9 +61,10 @@ func stampOf(dir string) (dirStamp, bool) {
 }
 
 // emptyDir reports whether dir has no entries, with plain system calls:
-// os.Open would also try to register the descriptor with the poller.
+// os.Open would also try to register the descriptor with the poller. The
+// read leaves dir's access time alone where it can (noAtime).
 func emptyDir(dir string) bool {
-	fd, err := syscall.Open(dir, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	fd, err := syscall.Open(dir, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC|noAtime, 0)
 	if err != nil {
 		return false
 	}

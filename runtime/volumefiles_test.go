@@ -24,7 +24,11 @@ func TestVolumeFilesNeverBlockOnFIFOs(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	mounts, err := openMounts(fsmount.Layout{Tmp: t.TempDir(), Data: data})
+	ms, err := fsmount.Layout{Tmp: t.TempDir(), Data: data}.Mounts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mounts, err := fsmount.Open(ms)
 	if err != nil {
 		t.Fatal(err)
 	}

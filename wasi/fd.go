@@ -45,8 +45,30 @@ func filestat(info fs.FileInfo) [sizeFilestat]byte {
 
 func (e *fdEntry) isStdio() bool { return e.kind <= kindStderr }
 
-// mountRoot is the root of the mount e belongs to.
-func (in *Instance) mountRoot(e *fdEntry) *os.Root { return in.cfg.Mounts.Root(e.mount) }
+// mountRoot is the root of mount i. It is the only way to the roots of
+// the Set, which marks the mount touched (the runtime recycles an
+// untouched /volume/tmp without looking at it again): whatever reaches a
+// mount's host directory, directly or through a descriptor opened beneath
+// it, went through here first.
+func (in *Instance) mountRoot(i int) (*os.Root, errnum) {
+	if in.cfg.Mounts == nil {
+		return nil, errnoBadf
+	}
+	r, err := in.cfg.Mounts.Root(i)
+	if err != nil {
+		return nil, errnoOf(err)
+	}
+	return r, errnoSuccess
+}
+
+// dirRoot is the root that directory descriptor e resolves paths beneath:
+// its own for a directory the guest opened, its mount's for a preopen.
+func (in *Instance) dirRoot(e *fdEntry) (*os.Root, errnum) {
+	if e.sub != nil {
+		return e.sub, errnoSuccess
+	}
+	return in.mountRoot(e.mount)
+}
 
 func fdAdvise(_ context.Context, in *Instance, _ api.Module, p []uint64) errnum {
 	e, errno := in.get(uint32(p[0]))
@@ -188,7 +210,11 @@ func (in *Instance) statFd(e *fdEntry) ([sizeFilestat]byte, errnum) {
 	var err error
 	switch e.kind {
 	case kindDir:
-		info, err = e.root.Stat(".")
+		root, errno := in.dirRoot(e)
+		if errno != errnoSuccess {
+			return [sizeFilestat]byte{}, errno
+		}
+		info, err = root.Stat(".")
 	case kindFile:
 		info, err = e.file.Stat()
 	default:
@@ -301,9 +327,17 @@ func fdFilestatSetTimes(_ context.Context, in *Instance, _ api.Module, p []uint6
 	case uint16(p[3]) == 0:
 		return errnoSuccess
 	case e.kind == kindDir:
-		return errnoOf(e.root.Chtimes(".", a, m))
+		root, errno := in.dirRoot(e)
+		if errno != errnoSuccess {
+			return errno
+		}
+		return errnoOf(root.Chtimes(".", a, m))
 	}
-	return errnoOf(in.mountRoot(e).Chtimes(e.rel, a, m))
+	root, errno := in.mountRoot(e.mount)
+	if errno != errnoSuccess {
+		return errno
+	}
+	return errnoOf(root.Chtimes(e.rel, a, m))
 }
 
 func fdPrestatGet(_ context.Context, in *Instance, mod api.Module, p []uint64) errnum {

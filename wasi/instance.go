@@ -63,13 +63,15 @@ type fdEntry struct {
 	flags   uint16
 
 	file *os.File // files
-	root *os.Root // directories: resolution beneath this directory
+	// sub is the root of a directory the guest opened. A preopen has
+	// none: its root is the Set's, asked for at each use (dirRoot), so
+	// that the Set sees every use of the mount.
+	sub *os.Root
 
 	mount    int    // index in the Set
 	rel      string // path relative to the mount root, as opened
 	readOnly bool
 	preopen  string // guest path of a preopen; "" otherwise
-	ownsRoot bool   // false for preopens: the Set owns their root
 
 	dir *dirReader // directories: fd_readdir's position, opened lazily
 }
@@ -112,7 +114,7 @@ func NewInstance(cfg Config) *Instance {
 		for i, m := range cfg.Mounts.Mounts() {
 			in.fds[uint32(3+i)] = &fdEntry{
 				kind: kindDir, base: dirRights, inherit: dirRights | fileRights,
-				root: cfg.Mounts.Root(i), mount: i, rel: ".", readOnly: m.ReadOnly, preopen: m.Guest,
+				mount: i, rel: ".", readOnly: m.ReadOnly, preopen: m.Guest,
 			}
 		}
 	}
@@ -145,8 +147,8 @@ func (e *fdEntry) close() error {
 		err = e.file.Close()
 	}
 	e.dir.close()
-	if e.root != nil && e.ownsRoot {
-		if rerr := e.root.Close(); err == nil {
+	if e.sub != nil {
+		if rerr := e.sub.Close(); err == nil {
 			err = rerr
 		}
 	}

@@ -93,7 +93,11 @@ func (in *Instance) dirDepth(root *os.Root, mount int, dir string) (int, errnum)
 // mountRel is the kernel's path of the open directory d relative to the
 // root of mount ("." for the root itself), when the host can tell.
 func (in *Instance) mountRel(d *os.File, mount int) (string, bool) {
-	m, err := in.cfg.Mounts.Root(mount).Open(".")
+	root, errno := in.mountRoot(mount)
+	if errno != errnoSuccess {
+		return "", false
+	}
+	m, err := root.Open(".")
 	if err != nil {
 		return "", false
 	}
@@ -113,7 +117,7 @@ func (in *Instance) mountRel(d *os.File, mount int) (string, bool) {
 }
 
 // checkNewLink checks a path_symlink of target at name beneath dir.
-func (in *Instance) checkNewLink(dir *fdEntry, target, name string) errnum {
+func (in *Instance) checkNewLink(dir *fdEntry, root *os.Root, target, name string) errnum {
 	up, ok := linkUp(target)
 	if !ok || up > maxLinkClimb {
 		return errnoNotcapable
@@ -121,7 +125,7 @@ func (in *Instance) checkNewLink(dir *fdEntry, target, name string) errnum {
 	if up == 0 {
 		return errnoSuccess
 	}
-	depth, errno := in.dirDepth(dir.root, dir.mount, parentOf(name))
+	depth, errno := in.dirDepth(root, dir.mount, parentOf(name))
 	if errno != errnoSuccess {
 		return errno
 	}
@@ -244,7 +248,11 @@ func (in *Instance) refundEntry(extra int) {
 // root as the directory is now, which a rename since its opening changes;
 // where the host cannot tell, the path it was opened by.
 func (in *Instance) realRel(e *fdEntry) string {
-	d, err := e.root.Open(".")
+	root, errno := in.dirRoot(e)
+	if errno != errnoSuccess {
+		return e.rel
+	}
+	d, err := root.Open(".")
 	if err != nil {
 		return e.rel
 	}

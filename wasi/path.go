@@ -29,14 +29,19 @@ func (in *Instance) dirFor(fd uint32, right uint64) (*fdEntry, errnum) {
 // readPath reads a guest path relative to a directory descriptor. Absolute
 // paths name no directory descriptor's contents: ENOTCAPABLE, like "..".
 // dirPath resolves a path operand: the directory fd must hold the right,
-// and the path must be readable from guest memory.
-func (in *Instance) dirPath(m memory, a pathArg) (*fdEntry, string, errnum) {
-	dir, errno := in.dirFor(a.fd, a.right)
+// and the path must be readable from guest memory. root is the directory's
+// (dirRoot).
+func (in *Instance) dirPath(m memory, a pathArg) (dir *fdEntry, root *os.Root, name string, errno errnum) {
+	dir, errno = in.dirFor(a.fd, a.right)
 	if errno != errnoSuccess {
-		return nil, "", errno
+		return nil, nil, "", errno
 	}
-	name, errno := readPath(m, a.ptr, a.len)
-	return dir, name, errno
+	name, errno = readPath(m, a.ptr, a.len)
+	if errno != errnoSuccess {
+		return nil, nil, "", errno
+	}
+	root, errno = in.dirRoot(dir)
+	return dir, root, name, errno
 }
 
 func readPath(m memory, ptr, n uint32) (string, errnum) {
@@ -76,7 +81,8 @@ func lexEscapes(p string) bool {
 // leave its own directory; different mounts are EXDEV.
 func (in *Instance) twoDirs(a *fdEntry, oldPath string, b *fdEntry, newPath string) (*os.Root, string, string, errnum) {
 	if a == b {
-		return a.root, oldPath, newPath, errnoSuccess
+		root, errno := in.dirRoot(a)
+		return root, oldPath, newPath, errno
 	}
 	if a.mount != b.mount || in.cfg.Mounts == nil {
 		return nil, "", "", errnoXdev
@@ -86,12 +92,16 @@ func (in *Instance) twoDirs(a *fdEntry, oldPath string, b *fdEntry, newPath stri
 	}
 	// Each directory's real path, not the one it was opened by: it may
 	// have been renamed since, and another directory may have its old name.
-	return in.mountRoot(a), joinRel(in.realRel(a), oldPath), joinRel(in.realRel(b), newPath), errnoSuccess
+	root, errno := in.mountRoot(a.mount)
+	if errno != errnoSuccess {
+		return nil, "", "", errno
+	}
+	return root, joinRel(in.realRel(a), oldPath), joinRel(in.realRel(b), newPath), errnoSuccess
 }
 
 func pathOpen(_ context.Context, in *Instance, mod api.Module, p []uint64) errnum {
 	m := memOf(mod)
-	dir, name, errno := in.dirPath(m, pathArg{fd: uint32(p[0]), right: rightPathOpen, ptr: uint32(p[2]), len: uint32(p[3])})
+	dir, root, name, errno := in.dirPath(m, pathArg{fd: uint32(p[0]), right: rightPathOpen, ptr: uint32(p[2]), len: uint32(p[3])})
 	if errno != errnoSuccess {
 		return errno
 	}
@@ -125,7 +135,7 @@ func pathOpen(_ context.Context, in *Instance, mod api.Module, p []uint64) errnu
 	}
 	if !follow {
 		// os.Root follows a final symbolic link; O_NOFOLLOW is ours to do.
-		if info, err := dir.root.Lstat(name); err == nil && info.Mode()&fs.ModeSymlink != 0 {
+		if info, err := root.Lstat(name); err == nil && info.Mode()&fs.ModeSymlink != 0 {
 			if creat && excl {
 				return errnoExist
 			}
@@ -154,14 +164,14 @@ func pathOpen(_ context.Context, in *Instance, mod api.Module, p []uint64) errnu
 	// A file this open creates is a new directory entry for the budget.
 	charged := false
 	if creat {
-		if _, err := dir.root.Stat(name); excl || errors.Is(err, fs.ErrNotExist) {
+		if _, err := root.Stat(name); excl || errors.Is(err, fs.ErrNotExist) {
 			if !in.reserveEntry(0) {
 				return errnoDquot
 			}
 			charged = true
 		}
 	}
-	f, err := dir.root.OpenFile(name, flag, 0o644)
+	f, err := root.OpenFile(name, flag, 0o644)
 	if err != nil {
 		if charged {
 			in.refundEntry(0)
@@ -179,11 +189,11 @@ func pathOpen(_ context.Context, in *Instance, mod api.Module, p []uint64) errnu
 	}
 	if info.IsDir() {
 		f.Close()
-		sub, err := dir.root.OpenRoot(name)
+		sub, err := root.OpenRoot(name)
 		if err != nil {
 			return errnoOf(err)
 		}
-		e.kind, e.base, e.root, e.ownsRoot = kindDir, base&dirRights, sub, true
+		e.kind, e.base, e.sub = kindDir, base&dirRights, sub
 	} else {
 		if directory {
 			f.Close()
@@ -205,7 +215,7 @@ func pathOpen(_ context.Context, in *Instance, mod api.Module, p []uint64) errnu
 }
 
 func pathCreateDirectory(_ context.Context, in *Instance, mod api.Module, p []uint64) errnum {
-	dir, name, errno := in.dirPath(memOf(mod), pathArg{fd: uint32(p[0]), right: rightPathCreateDirectory, ptr: uint32(p[1]), len: uint32(p[2])})
+	dir, root, name, errno := in.dirPath(memOf(mod), pathArg{fd: uint32(p[0]), right: rightPathCreateDirectory, ptr: uint32(p[1]), len: uint32(p[2])})
 	if errno != errnoSuccess {
 		return errno
 	}
@@ -213,12 +223,12 @@ func pathCreateDirectory(_ context.Context, in *Instance, mod api.Module, p []ui
 		return errnoRofs
 	}
 	if !in.reserveEntry(0) {
-		if _, err := dir.root.Lstat(name); err == nil {
+		if _, err := root.Lstat(name); err == nil {
 			return errnoExist
 		}
 		return errnoDquot
 	}
-	err := dir.root.Mkdir(name, 0o755)
+	err := root.Mkdir(name, 0o755)
 	if err != nil {
 		in.refundEntry(0)
 	}
@@ -227,7 +237,7 @@ func pathCreateDirectory(_ context.Context, in *Instance, mod api.Module, p []ui
 
 func pathFilestatGet(_ context.Context, in *Instance, mod api.Module, p []uint64) errnum {
 	m := memOf(mod)
-	dir, name, errno := in.dirPath(m, pathArg{fd: uint32(p[0]), right: rightPathFilestatGet, ptr: uint32(p[2]), len: uint32(p[3])})
+	_, root, name, errno := in.dirPath(m, pathArg{fd: uint32(p[0]), right: rightPathFilestatGet, ptr: uint32(p[2]), len: uint32(p[3])})
 	if errno != errnoSuccess {
 		return errno
 	}
@@ -238,9 +248,9 @@ func pathFilestatGet(_ context.Context, in *Instance, mod api.Module, p []uint64
 	var info fs.FileInfo
 	var err error
 	if uint32(p[1])&lookupSymlinkFollow != 0 {
-		info, err = dir.root.Stat(name)
+		info, err = root.Stat(name)
 	} else {
-		info, err = dir.root.Lstat(name)
+		info, err = root.Lstat(name)
 	}
 	if err != nil {
 		return errnoOf(err)
@@ -251,7 +261,7 @@ func pathFilestatGet(_ context.Context, in *Instance, mod api.Module, p []uint64
 }
 
 func pathFilestatSetTimes(_ context.Context, in *Instance, mod api.Module, p []uint64) errnum {
-	dir, name, errno := in.dirPath(memOf(mod), pathArg{fd: uint32(p[0]), right: rightPathFilestatSetTimes, ptr: uint32(p[2]), len: uint32(p[3])})
+	dir, root, name, errno := in.dirPath(memOf(mod), pathArg{fd: uint32(p[0]), right: rightPathFilestatSetTimes, ptr: uint32(p[2]), len: uint32(p[3])})
 	if errno != errnoSuccess {
 		return errno
 	}
@@ -263,7 +273,7 @@ func pathFilestatSetTimes(_ context.Context, in *Instance, mod api.Module, p []u
 		return errnoRofs
 	}
 	if uint32(p[1])&lookupSymlinkFollow == 0 {
-		info, err := dir.root.Lstat(name)
+		info, err := root.Lstat(name)
 		if err != nil {
 			return errnoOf(err)
 		}
@@ -271,14 +281,14 @@ func pathFilestatSetTimes(_ context.Context, in *Instance, mod api.Module, p []u
 			if uint16(p[6]) == 0 {
 				return errnoSuccess
 			}
-			return errnoOf(lchtimes(dir.root, name, a, mt))
+			return errnoOf(lchtimes(root, name, a, mt))
 		}
 	}
 	if uint16(p[6]) == 0 {
-		_, err := dir.root.Stat(name)
+		_, err := root.Stat(name)
 		return errnoOf(err)
 	}
-	return errnoOf(dir.root.Chtimes(name, a, mt))
+	return errnoOf(root.Chtimes(name, a, mt))
 }
 
 func pathLink(ctx context.Context, in *Instance, mod api.Module, p []uint64) errnum {
@@ -314,7 +324,7 @@ func pathLink(ctx context.Context, in *Instance, mod api.Module, p []uint64) err
 
 func pathReadlink(_ context.Context, in *Instance, mod api.Module, p []uint64) errnum {
 	m := memOf(mod)
-	dir, name, errno := in.dirPath(m, pathArg{fd: uint32(p[0]), right: rightPathReadlink, ptr: uint32(p[1]), len: uint32(p[2])})
+	_, root, name, errno := in.dirPath(m, pathArg{fd: uint32(p[0]), right: rightPathReadlink, ptr: uint32(p[1]), len: uint32(p[2])})
 	if errno != errnoSuccess {
 		return errno
 	}
@@ -322,7 +332,7 @@ func pathReadlink(_ context.Context, in *Instance, mod api.Module, p []uint64) e
 	if !ok || !m.ok(uint32(p[5]), 4) {
 		return errnoFault
 	}
-	target, err := dir.root.Readlink(name)
+	target, err := root.Readlink(name)
 	if err != nil {
 		return errnoOf(err)
 	}
@@ -331,7 +341,7 @@ func pathReadlink(_ context.Context, in *Instance, mod api.Module, p []uint64) e
 }
 
 func pathRemoveDirectory(_ context.Context, in *Instance, mod api.Module, p []uint64) errnum {
-	dir, name, errno := in.dirPath(memOf(mod), pathArg{fd: uint32(p[0]), right: rightPathRemoveDirectory, ptr: uint32(p[1]), len: uint32(p[2])})
+	dir, root, name, errno := in.dirPath(memOf(mod), pathArg{fd: uint32(p[0]), right: rightPathRemoveDirectory, ptr: uint32(p[1]), len: uint32(p[2])})
 	if errno != errnoSuccess {
 		return errno
 	}
@@ -339,18 +349,18 @@ func pathRemoveDirectory(_ context.Context, in *Instance, mod api.Module, p []ui
 		return errnoRofs
 	}
 	// Root.Remove removes files too; check the kind first.
-	info, err := dir.root.Lstat(name)
+	info, err := root.Lstat(name)
 	if err != nil {
 		return errnoOf(err)
 	}
 	if !info.IsDir() {
 		return errnoNotdir
 	}
-	return errnoOf(dir.root.Remove(name))
+	return errnoOf(root.Remove(name))
 }
 
 func pathUnlinkFile(_ context.Context, in *Instance, mod api.Module, p []uint64) errnum {
-	dir, name, errno := in.dirPath(memOf(mod), pathArg{fd: uint32(p[0]), right: rightPathUnlinkFile, ptr: uint32(p[1]), len: uint32(p[2])})
+	dir, root, name, errno := in.dirPath(memOf(mod), pathArg{fd: uint32(p[0]), right: rightPathUnlinkFile, ptr: uint32(p[1]), len: uint32(p[2])})
 	if errno != errnoSuccess {
 		return errno
 	}
@@ -358,7 +368,7 @@ func pathUnlinkFile(_ context.Context, in *Instance, mod api.Module, p []uint64)
 		return errnoRofs
 	}
 	// Root.Remove removes empty directories too; check the kind first.
-	info, err := dir.root.Lstat(name)
+	info, err := root.Lstat(name)
 	if err != nil {
 		return errnoOf(err)
 	}
@@ -368,7 +378,7 @@ func pathUnlinkFile(_ context.Context, in *Instance, mod api.Module, p []uint64)
 	if strings.HasSuffix(name, "/") {
 		return errnoNotdir
 	}
-	return errnoOf(dir.root.Remove(name))
+	return errnoOf(root.Remove(name))
 }
 
 func pathRename(ctx context.Context, in *Instance, mod api.Module, p []uint64) errnum {
@@ -407,11 +417,11 @@ type pathArg struct {
 // must lie in one mount (twoDirs), in whose root they are returned.
 func (in *Instance) twoWritablePaths(mod api.Module, from, to pathArg) (*os.Root, string, string, errnum) {
 	m := memOf(mod)
-	a, oldName, errno := in.dirPath(m, from)
+	a, _, oldName, errno := in.dirPath(m, from)
 	if errno != errnoSuccess {
 		return nil, "", "", errno
 	}
-	b, newName, errno := in.dirPath(m, to)
+	b, _, newName, errno := in.dirPath(m, to)
 	if errno != errnoSuccess {
 		return nil, "", "", errno
 	}
@@ -447,13 +457,17 @@ func pathSymlink(_ context.Context, in *Instance, mod api.Module, p []uint64) er
 	case strings.IndexByte(target, 0) >= 0:
 		return errnoInval
 	}
-	if errno := in.checkNewLink(dir, target, name); errno != errnoSuccess {
+	root, errno := in.dirRoot(dir)
+	if errno != errnoSuccess {
+		return errno
+	}
+	if errno := in.checkNewLink(dir, root, target, name); errno != errnoSuccess {
 		return errno
 	}
 	if !in.reserveEntry(len(target)) {
 		return errnoDquot
 	}
-	err := dir.root.Symlink(target, name)
+	err := root.Symlink(target, name)
 	if err != nil {
 		in.refundEntry(len(target))
 	}

@@ -133,6 +133,10 @@ func fdReaddir(ctx context.Context, in *Instance, mod api.Module, p []uint64) er
 	case e.base&rightFdReaddir == 0:
 		return errnoNotcapable
 	}
+	root, errno := in.dirRoot(e)
+	if errno != errnoSuccess {
+		return errno
+	}
 	if e.dir == nil {
 		e.dir = &dirReader{}
 	}
@@ -142,7 +146,7 @@ func fdReaddir(ctx context.Context, in *Instance, mod api.Module, p []uint64) er
 	}
 	used := uint32(0)
 	for ; used < bufLen; cookie++ {
-		ok, err := r.seek(ctx, mod, e.root, cookie)
+		ok, err := r.seek(ctx, mod, root, cookie)
 		if err != nil {
 			if used > 0 {
 				break // report what was read; the error comes again next call

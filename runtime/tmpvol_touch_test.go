@@ -1,0 +1,198 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/subako/subako-runner/hostmod/subakohttp"
+	"github.com/subako/subako-runner/internal/testguest"
+)
+
+// volop runs one operation of the volops guest and releases its result.
+func volop(t *testing.T, pkg *Package, op, path, to string) string {
+	t.Helper()
+	args, _ := json.Marshal(map[string]string{"op": op, "path": path, "to": to})
+	res, err := pkg.Call(context.Background(), CallRequest{Tool: "fs", Arguments: args})
+	if err != nil {
+		t.Fatalf("%s %s: %v", op, path, err)
+	}
+	if res.Outcome == OutcomeCrashed {
+		t.Fatalf("%s %s crashed: %+v", op, path, res.Crash)
+	}
+	text := viewText(res)
+	if err := res.Release(); err != nil {
+		t.Fatal(err)
+	}
+	return text
+}
+
+// expectFresh runs enough calls to go through the whole ready pool, and
+// each must see /volume/tmp as mkdir left it: empty, with one link from
+// its parent, and its access, modification and change times all the
+// same. A directory an earlier call read (atime), wrote in or set the
+// times of (mtime, ctime), that went back to the pool unlooked, would
+// show here.
+func expectFresh(t *testing.T, rt *Runtime, pkg *Package, after string) {
+	t.Helper()
+	for i := range tempVolumePool + 1 {
+		rt.volumes.flush()
+		text := volop(t, pkg, "fresh", "", "")
+		var a, m, c, nlink, entries uint64
+		if _, err := fmt.Sscanf(strings.TrimPrefix(text, "text:"), "atime=%d mtime=%d ctime=%d nlink=%d entries=%d", &a, &m, &c, &nlink, &entries); err != nil {
+			t.Fatalf("after %s: call %d: %q: %v", after, i, text, err)
+		}
+		if a != m || m != c || nlink != 2 || entries != 0 {
+			t.Fatalf("after %s: call %d got a /volume/tmp that is not fresh: %s", after, i, text)
+		}
+	}
+}
+
+// Every way a guest can touch /volume/tmp (through WASI, listing it,
+// reading its metadata, setting its times, making, removing or linking
+// entries, even failing to) makes Release look at the directory before
+// it goes back to the pool, and the calls after it get a fresh one. A
+// call that never touches it gives it back without a look.
+func TestEveryTouchOfTmpIsLookedAt(t *testing.T) {
+	if _, ok := stampOf(t.TempDir()); !ok {
+		t.Skip("no directory metadata to compare on this platform: nothing is reused")
+	}
+	t.Parallel()
+	rt := newRuntimeIn(t, t.TempDir())
+	pkg := load(t, rt, makePackage(t, testguest.Go(t, guests+"volops"), nil))
+
+	unlooked := rt.volumes.unlooked.Load()
+	if text := volop(t, pkg, "none", "", ""); text != "text:ok" {
+		t.Fatalf("none: %q", text)
+	}
+	if rt.volumes.unlooked.Load() != unlooked+1 {
+		t.Fatal("a call that never touched /volume/tmp did not give it back without a look: the test proves nothing")
+	}
+	expectFresh(t, rt, pkg, "none")
+
+	tests := []struct{ op, path, to string }{
+		{"list", "/volume/tmp", ""},
+		{"stat", "/volume/tmp", ""},
+		{"stat", "/volume/tmp/missing", ""},
+		{"lstat", "/volume/tmp/missing", ""},
+		{"chtimes", "/volume/tmp", ""},
+		{"create", "/volume/tmp/f", ""},
+		{"churn", "/volume/tmp/f", ""},
+		{"mkdir", "/volume/tmp/d", ""},
+		{"open", "/volume/tmp", ""},
+		{"open", "/volume/tmp/missing", ""},
+		{"symlink", "/volume/tmp/l", "x"},
+		{"symlink", "/volume/tmp/l", "../../etc/passwd"},
+		{"link", "/volume/tmp/missing", "/volume/tmp/l"},
+		{"rename", "/volume/tmp/missing", "/volume/tmp/l"},
+		{"readlink", "/volume/tmp/missing", ""},
+		{"remove", "/volume/tmp/missing", ""},
+		{"fstat3", "", ""},
+		{"readdir3", "", ""},
+	}
+	for _, tt := range tests {
+		name := tt.op + " " + tt.path + " " + tt.to
+		rt.volumes.flush()
+		unlooked := rt.volumes.unlooked.Load()
+		volop(t, pkg, tt.op, tt.path, tt.to)
+		if rt.volumes.unlooked.Load() != unlooked {
+			t.Errorf("after %s: /volume/tmp went back to the pool without a look", name)
+		}
+		expectFresh(t, rt, pkg, name)
+	}
+}
+
+// A subako_http download into /volume/tmp touches it too.
+func TestHTTPDownloadIntoTmpIsLookedAt(t *testing.T) {
+	if _, ok := stampOf(t.TempDir()); !ok {
+		t.Skip("no directory metadata to compare on this platform: nothing is reused")
+	}
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "downloaded") }))
+	defer srv.Close()
+	host := fmt.Sprintf("api.test:%d", srv.Listener.Addr().(*net.TCPAddr).Port)
+	policy, err := subakohttp.NewPolicy(subakohttp.PolicyConfig{
+		Allow:        []string{host},
+		Resolve:      map[string][]netip.Addr{host: {netip.MustParseAddr("127.0.0.1")}},
+		AllowPrivate: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := newRuntimeIn(t, t.TempDir())
+	probe := load(t, rt, makePackage(t, testguest.Go(t, guests+"httpprobe"), nil))
+	ops := load(t, rt, makePackage(t, testguest.Go(t, guests+"volops"), nil))
+	for _, out := range []string{"/volume/tmp/dl.txt", "/volume/tmp/missing/dl.txt"} {
+		rt.volumes.flush()
+		unlooked := rt.volumes.unlooked.Load()
+		res, doc := httpCall(t, probe, policy, nil, "", fmt.Sprintf(`{"url":"http://%s/","output":{"type":"file","path":%q}}`, host, out))
+		if (doc["ok"] != nil) != (out == "/volume/tmp/dl.txt") {
+			t.Fatalf("download to %s: %v", out, doc)
+		}
+		res.Release()
+		if rt.volumes.unlooked.Load() != unlooked {
+			t.Errorf("after a download to %s: /volume/tmp went back to the pool without a look", out)
+		}
+		expectFresh(t, rt, ops, "a download to "+out)
+	}
+}
+
+// /package is opened once for all the calls of a Package, which share the
+// root at once; Close closes it, and a call after Close fails cleanly.
+func TestPackageRootIsSharedAndClosed(t *testing.T) {
+	t.Parallel()
+	rt := newRuntime(t, nil)
+	dir := makePackage(t, testguest.Go(t, guests+"greet"), map[string]string{"assets/greeting.txt": "Ahoy"})
+	pkg, err := rt.Load(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	greet := func() error {
+		res, err := pkg.Call(context.Background(), CallRequest{Tool: "greet", Arguments: json.RawMessage(`{"name":"Ada"}`)})
+		if err != nil {
+			return err
+		}
+		defer res.Release()
+		if !strings.Contains(viewText(res), "Ahoy, Ada!") {
+			return fmt.Errorf("greet did not read /package: %s", viewText(res))
+		}
+		return nil
+	}
+	if err := greet(); err != nil {
+		t.Fatal(err)
+	}
+	root := pkg.pkgRoot.root
+	if root == nil {
+		t.Fatal("a call mounted /package without the package's shared root")
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i := range errs {
+		wg.Go(func() { errs[i] = greet() })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	if pkg.pkgRoot.root != root {
+		t.Fatal("concurrent calls opened /package anew")
+	}
+	if err := pkg.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := root.Stat("."); !errors.Is(err, os.ErrClosed) {
+		t.Fatalf("the closed package's root is still open: %v", err)
+	}
+	if err := greet(); !errors.Is(err, errPackageClosed) {
+		t.Fatalf("a call after Close: %v, want %v", err, errPackageClosed)
+	}
+}
