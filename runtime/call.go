@@ -292,12 +292,17 @@ func (p *Package) openMounts(layout fsmount.Layout, shared bool) (*fsmount.Set, 
 	}
 	for i := range mounts {
 		m := &mounts[i]
+		overlap := func(host string) error { return p.rt.volumes.overlap(m.Guest, host) }
 		switch {
 		case m.Guest == fsmount.GuestTmp:
 			m.Lazy = p.rt.volumes.owns(m.Host)
 		case m.Guest == fsmount.GuestPackage && shared:
-			if m.Root, err = p.pkgRoot.get(m.Host); err != nil {
+			if m.Root, err = p.pkgRoot.get(m.Host, overlap); err != nil {
 				return nil, fmt.Errorf("package %s: %w", p.name, err)
+			}
+		default:
+			if err := overlap(m.Host); err != nil {
+				return nil, err
 			}
 		}
 	}

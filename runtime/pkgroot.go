@@ -21,14 +21,18 @@ type sharedRoot struct {
 // errPackageClosed is the error of a call on a closed Package.
 var errPackageClosed = errors.New("the package is closed")
 
-// get returns the root of dir, opening it on the first call.
-func (s *sharedRoot) get(dir string) (*os.Root, error) {
+// get returns the root of dir, opening it on the first call, once check
+// accepts dir.
+func (s *sharedRoot) get(dir string, check func(dir string) error) (*os.Root, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return nil, errPackageClosed
 	}
 	if s.root == nil {
+		if err := check(dir); err != nil {
+			return nil, err
+		}
 		r, err := os.OpenRoot(dir)
 		if err != nil {
 			return nil, err

@@ -40,10 +40,11 @@ import (
 // latest when the Runtime closes, and after a crash when the next Runtime
 // of the same root starts.
 type tempVolumes struct {
-	root string
-	dir  string // this runtime's directory
-	lock *os.File
-	log  *zap.Logger
+	root     string
+	realRoot string // root with its symbolic links resolved, absolute
+	dir      string // this runtime's directory
+	lock     *os.File
+	log      *zap.Logger
 
 	ready    chan string   // created, empty, never handed out
 	used     chan string   // released, to be removed
@@ -118,6 +119,12 @@ func openTempVolumes(root string, log *zap.Logger) (*tempVolumes, error) {
 		return nil, fmt.Errorf("temp volumes: %w", err)
 	}
 	v.dir, v.lock = filepath.Join(root, id), lock
+	v.realRoot = root
+	if real, err := filepath.EvalSymlinks(root); err == nil {
+		if real, err = filepath.Abs(real); err == nil {
+			v.realRoot = real
+		}
+	}
 	if err := os.Mkdir(v.dir, 0o700); err != nil {
 		releaseTempLock(root, id, lock)
 		return nil, fmt.Errorf("temp volumes: %w", err)
@@ -257,6 +264,32 @@ func (v *tempVolumes) wake() {
 
 // owns reports whether dir is one of this runtime's volumes.
 func (v *tempVolumes) owns(dir string) bool { return filepath.Dir(dir) == v.dir }
+
+// overlap refuses a caller's host directory (a call's /volume/data,
+// /skills or /package) that holds the temp root or lies inside it: through
+// it a guest would reach other calls' /volume/tmp, or a volume would be
+// mounted twice. Both paths are compared with their symbolic links
+// resolved, so a link to /tmp is no way around it.
+func (v *tempVolumes) overlap(guest, host string) error {
+	real, err := filepath.EvalSymlinks(host)
+	if err != nil {
+		return nil // fsmount reports a directory it cannot open
+	}
+	if real, err = filepath.Abs(real); err != nil {
+		return nil
+	}
+	within := func(inner, outer string) bool {
+		rel, err := filepath.Rel(outer, inner)
+		return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+	}
+	switch {
+	case within(v.realRoot, real):
+		return fmt.Errorf("%s is %s, which holds the runner's temp volumes (%s): a guest could reach other calls' /volume/tmp through it; mount a directory that does not hold them", guest, host, v.root)
+	case within(real, v.realRoot):
+		return fmt.Errorf("%s is %s, inside the runner's temp volumes (%s); mount a directory of your own", guest, host, v.root)
+	}
+	return nil
+}
 
 // put is release of a directory that may have been touched.
 func (v *tempVolumes) put(dir string, reuse bool) error { return v.release(dir, reuse, true) }

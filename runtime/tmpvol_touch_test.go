@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -194,5 +195,58 @@ func TestPackageRootIsSharedAndClosed(t *testing.T) {
 	}
 	if err := greet(); !errors.Is(err, errPackageClosed) {
 		t.Fatalf("a call after Close: %v, want %v", err, errPackageClosed)
+	}
+}
+
+// A caller's /volume/data (or /skills) that holds the runner's temp
+// volumes, or lies inside them, would hand the guest other calls'
+// /volume/tmp: the attack lists them through /volume/data. Such a call is
+// refused before anything runs; a directory beside the temp root is fine.
+func TestMountsHoldingTheTempVolumesAreRefused(t *testing.T) {
+	t.Parallel()
+	base := t.TempDir()
+	rt := newRuntimeIn(t, filepath.Join(base, "volumes"))
+	pkg := load(t, rt, makePackage(t, testguest.Go(t, guests+"volops"), nil))
+	link := filepath.Join(t.TempDir(), "link-to-base")
+	if err := os.Symlink(base, link); err != nil {
+		t.Fatal(err)
+	}
+	inside := filepath.Join(base, "volumes", "planted")
+	beside := filepath.Join(base, "data")
+	for _, dir := range []string{inside, beside} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	args := json.RawMessage(`{"op":"list","path":"/volume/data/volumes"}`)
+	for _, tc := range []struct {
+		name string
+		req  CallRequest
+	}{
+		{"data holds the root", CallRequest{Data: base}},
+		{"data is a link to a directory holding the root", CallRequest{Data: link}},
+		{"data is the root", CallRequest{Data: filepath.Join(base, "volumes")}},
+		{"data is inside the root", CallRequest{Data: inside}},
+		{"skills hold the root", CallRequest{Skills: base}},
+	} {
+		tc.req.Tool, tc.req.Arguments = "fs", args
+		res, err := pkg.Call(context.Background(), tc.req)
+		if err == nil {
+			text := viewText(res)
+			res.Release()
+			t.Errorf("%s: the call ran (%s: %q); want it refused", tc.name, res.Outcome, text)
+			continue
+		}
+		if !strings.Contains(err.Error(), "temp volumes") {
+			t.Errorf("%s: error %q does not say why", tc.name, err)
+		}
+	}
+	res, err := pkg.Call(context.Background(), CallRequest{Tool: "fs", Data: beside, Arguments: json.RawMessage(`{"op":"list","path":"/volume/data"}`)})
+	if err != nil {
+		t.Fatalf("a data directory beside the temp root: %v", err)
+	}
+	defer res.Release()
+	if res.Outcome != OutcomeOK {
+		t.Errorf("a data directory beside the temp root: %s %q", res.Outcome, viewText(res))
 	}
 }
