@@ -11,8 +11,10 @@
 //   - latency: one tools/call of the C and Go greet packages through
 //     runtime.Package.Call, against the floor (a bare wazero instantiate and
 //     run of the same module.wasm with the same stdin: one tools/call line,
-//     then EOF) and against one `wazero run` process per call;
-//   - scale: calls per second with concurrent callers on GOMAXPROCS 1 and 2;
+//     then EOF) and against one `wazero run` process per call, and the
+//     host's share of a call before and after its instance (from a Trace);
+//   - scale: calls per second with concurrent callers on GOMAXPROCS 1 and 2,
+//     with GOGC=400 as the command line runs (the target) and Go's default;
 //   - reopen: opening the stored 14 MB Go-SDK package from its artifact with
 //     a warm compilation cache, against the engine's floor (wazero's own
 //     CompileModule of the same metered bytes from the same warm cache in a

@@ -31,7 +31,12 @@ type mappedMemory struct {
 type reservation struct {
 	mem       []byte // as syscall.Mmap returned it
 	committed uint64
-	cleanup   goruntime.Cleanup
+	// dirty is the most of it an instance has been handed: the guest can
+	// write below it only (wazero bounds every access by the slice's
+	// length), so the bytes from dirty to committed are still the zeroes
+	// the pool left, and only [0, dirty) needs clearing.
+	dirty   uint64
+	cleanup goruntime.Cleanup
 }
 
 func newLinearMemory(owner *memoryLimit, max uint64) linearMemory {
@@ -89,6 +94,7 @@ func (l *mappedMemory) Reallocate(size uint64) []byte {
 		r.committed = end
 	}
 	l.owner.grew(size)
+	r.dirty = max(r.dirty, size)
 	// The capacity is the length: nothing may reach the pages beyond it
 	// through this slice (committed ones of a pooled reservation included).
 	return r.mem[:size:size]
@@ -171,10 +177,13 @@ func (p *memoryPool) put(r *reservation) bool {
 	if full {
 		return false
 	}
-	// Every byte the instance could have written is below committed; the
-	// pages above it were never writable. So the next instance finds zeroes
-	// only, as in a fresh memory.
-	clear(r.mem[:r.committed])
+	// Every byte the instance could have written is below dirty: above it,
+	// the committed pages are as the last clear left them, and the pages
+	// above committed were never writable. So the next instance finds
+	// zeroes only, as in a fresh memory, and a small guest given a
+	// reservation a large one committed clears only what it could reach.
+	clear(r.mem[:r.dirty])
+	r.dirty = 0
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed || len(p.idle) >= p.max {

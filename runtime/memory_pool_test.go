@@ -59,3 +59,39 @@ func TestMemoryPoolHandsOutZeroedMemory(t *testing.T) {
 		t.Fatal("a memory that committed more than poolKeep was pooled")
 	}
 }
+
+// A pooled reservation is cleared only as far as its last instance could
+// reach (the most it was handed), not as far as an earlier, larger one
+// committed: the bytes between stay the zeroes of the earlier clear. Every
+// instance still finds zeroes only, wherever it grows.
+func TestMemoryPoolClearsWhatTheInstanceReached(t *testing.T) {
+	t.Parallel()
+	const page = 65536
+	pool := newMemoryPool(1)
+	defer pool.close()
+	use := func(pages ...int) []byte {
+		lim := newMemoryLimit(16*page, pool)
+		mem := lim.Allocate(0, 16*page)
+		var b []byte
+		for i, n := range pages {
+			grown := len(b)
+			b = mem.Reallocate(uint64(n) * page)
+			if !bytes.Equal(b[grown:], make([]byte, len(b)-grown)) {
+				t.Fatalf("instance of %v pages, growth %d: memory is not all zero", pages, i)
+			}
+			for j := range b {
+				b[j] = byte(0xA0 + i)
+			}
+		}
+		mem.Free()
+		lim.release()
+		return b
+	}
+	first := use(6)
+	use(1, 4) // commits nothing new, writes 4 pages after growing twice
+	use(2)
+	last := use(1, 6)
+	if unsafe.SliceData(first) != unsafe.SliceData(last) {
+		t.Fatal("the pooled reservation was not reused: the test proves nothing")
+	}
+}
