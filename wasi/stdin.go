@@ -15,11 +15,14 @@ type Stdin struct {
 	mu     sync.Mutex
 	buf    []byte
 	closed bool
-	wake   chan struct{} // closed and replaced at every change
+	// wake is closed at the next change, and made only when a reader may
+	// wait (nothing buffered, not closed): most calls never wait, and a
+	// channel at every write would be garbage for nothing.
+	wake chan struct{}
 }
 
 // NewStdin returns an open, empty pipe.
-func NewStdin() *Stdin { return &Stdin{wake: make(chan struct{})} }
+func NewStdin() *Stdin { return &Stdin{} }
 
 // Write appends p for the guest to read. It fails with io.ErrClosedPipe
 // after CloseWrite.
@@ -47,19 +50,30 @@ func (s *Stdin) CloseWrite() error {
 }
 
 func (s *Stdin) signal() {
-	close(s.wake)
-	s.wake = make(chan struct{})
+	if s.wake != nil {
+		close(s.wake)
+		s.wake = nil
+	}
 }
 
-// state reports what a reader would see now, and a channel closed at the
-// next change. A nil Stdin is an empty, closed pipe.
+// state reports what a reader would see now, and, when it has to wait (nothing
+// buffered, not closed), a channel closed at the next change; a ready
+// pipe has no channel (nil), for nothing it could change would make it
+// readier. A nil Stdin is an empty, closed pipe.
 func (s *Stdin) state() (buffered int, eof bool, wake <-chan struct{}) {
 	if s == nil {
 		return 0, true, nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.buf), s.closed && len(s.buf) == 0, s.wake
+	buffered, eof = len(s.buf), s.closed && len(s.buf) == 0
+	if buffered > 0 || eof {
+		return buffered, eof, nil
+	}
+	if s.wake == nil {
+		s.wake = make(chan struct{})
+	}
+	return 0, false, s.wake
 }
 
 // stdinState is what a reader would see at one instant, with the channel
