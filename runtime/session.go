@@ -415,14 +415,19 @@ func (s *session) finish() *Crash {
 // driver's goroutine (finish) or on the guest's (onLine, closeOnAnswer).
 func (s *session) closeStdin() {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if !s.closedAt.IsZero() {
+		s.mu.Unlock()
 		return
 	}
-	s.trace.event(TraceClose, nil) // before closing: the exit may be traced before CloseWrite returns
 	s.closedAt = time.Now()
+	s.mu.Unlock()
+	// Not under the lock: a Trace function is the embedder's code.
+	s.trace.event(TraceClose, nil) // before closing: the exit may be traced before CloseWrite returns
 	s.stdin.CloseWrite()
-	s.exitTimer = time.AfterFunc(s.lim.ExitTimeout, func() { s.kill(errExitTimeout) })
+	timer := time.AfterFunc(s.lim.ExitTimeout, func() { s.kill(errExitTimeout) })
+	s.mu.Lock()
+	s.exitTimer = timer
+	s.mu.Unlock()
 }
 
 func (s *session) stopExitTimer() {
