@@ -265,8 +265,12 @@ func (c *Call) openOutput(guestPath string) (*os.File, *Error) {
 	if c.cfg.Files == nil {
 		return nil, errorf(KindBadPath, "file outputs are not available in this call")
 	}
-	f, err := c.cfg.Files.OpenFile(guestPath, os.O_WRONLY|os.O_CREATE|syscall.O_NONBLOCK, 0o644)
+	f, err := c.createOutput(guestPath)
 	if err != nil {
+		var herr *Error
+		if errors.As(err, &herr) {
+			return nil, herr
+		}
 		return nil, errorf(KindBadPath, fmt.Sprintf("cannot create %q: %s; use a path under /volume/tmp/ or /volume/data/ of this call, in an existing directory, that is not a directory, a FIFO or a device", guestPath, pathErrText(err)))
 	}
 	if _, e := regularFile(f, guestPath); e != nil {
@@ -277,6 +281,36 @@ func (c *Call) openOutput(guestPath string) (*os.File, *Error) {
 		return nil, errorf(KindBadPath, fmt.Sprintf("cannot empty %q: %s", guestPath, pathErrText(err)))
 	}
 	return f, nil
+}
+
+// createOutput opens a file output for writing, creating it if it does
+// not exist. A file it creates is a new directory entry, charged to the
+// call's budget as the WASI layer charges the guest's own (EntryCost bytes
+// and one of MaxEntries): O_EXCL tells a creation from an existing file
+// without a race, and the entry is reserved before it is made.
+func (c *Call) createOutput(guestPath string) (*os.File, error) {
+	const flags = os.O_WRONLY | syscall.O_NONBLOCK
+	b := c.cfg.Budget
+	if b == nil {
+		return c.cfg.Files.OpenFile(guestPath, flags|os.O_CREATE, 0o644)
+	}
+	if !b.ReserveEntry(0) {
+		// At the cap an existing file may still be written; only a new one is refused.
+		f, err := c.cfg.Files.OpenFile(guestPath, flags, 0)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, errorf(KindWriteBudget, fmt.Sprintf("creating %q would exceed the call's write budget (%d of %d bytes used, %d of at most %d new directory entries); write into an existing file or remove files first", guestPath, b.Used(), b.Limit(), b.Entries(), b.MaxEntries()))
+		}
+		return f, err
+	}
+	f, err := c.cfg.Files.OpenFile(guestPath, flags|os.O_CREATE|os.O_EXCL, 0o644)
+	if err == nil {
+		return f, nil
+	}
+	b.RefundEntry(0)
+	if errors.Is(err, fs.ErrExist) {
+		return c.cfg.Files.OpenFile(guestPath, flags, 0)
+	}
+	return nil, err
 }
 
 // regularFile checks an opened volume file on its descriptor (not its path,

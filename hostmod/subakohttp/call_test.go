@@ -136,8 +136,8 @@ func TestFileOutputStreamsAndCounts(t *testing.T) {
 	if sha256.Sum256(files.read(t, "/volume/tmp/out.bin")) != sha256.Sum256(payload) {
 		t.Fatal("file content differs")
 	}
-	if budget.Used() != int64(len(payload)) {
-		t.Fatalf("budget used %d", budget.Used())
+	if want := int64(len(payload)) + limits.EntryCost; budget.Used() != want { // the body and the new file's entry
+		t.Fatalf("budget used %d, want %d", budget.Used(), want)
 	}
 	want := `{"ok":{"status":200,"headers":{`
 	if !strings.HasPrefix(r.raw, want) || !strings.HasSuffix(r.raw, `"body":{"type":"file","path":"/volume/tmp/out.bin","bytes":1228800}}}`) {
@@ -308,4 +308,34 @@ func TestFileCopiesStopWithTheCallContext(t *testing.T) {
 			t.Logf("after the context ended at ~1 MiB: %+v, %d bytes written", st, budget.Used())
 		})
 	}
+}
+
+// A file output that creates a file makes a directory entry, as the WASI
+// layer's creations do: it costs limits.EntryCost bytes and one of the
+// call's MaxEntries, so downloads cannot fill a volume with empty files
+// past the cap. Writing again into an existing file costs no entry.
+func TestFileOutputsChargeTheirDirectoryEntry(t *testing.T) {
+	s := newServer(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "x") })
+	files := newDirFiles(t)
+	budget := limits.NewCallBudget(limits.Limits{WriteBudget: limits.GiB, MaxEntries: 2})
+	c := newTestCall(t, callOpts{files: files, budget: budget, policy: PolicyConfig{Allow: []string{s.hostport("127.0.0.1")}, AllowPrivate: loopback()}})
+	get := func(path string) result {
+		return do(t, c, `{"url":"http://`+s.hostport("127.0.0.1")+`/","output":{"type":"file","path":"`+path+`"}}`)
+	}
+	wantOK(t, get("/volume/tmp/a"))
+	wantOK(t, get("/volume/tmp/a")) // the same file again: no new entry
+	wantOK(t, get("/volume/data/b"))
+	if budget.Entries() != 2 || budget.Used() != 2*limits.EntryCost+3 {
+		t.Fatalf("%d entries and %d bytes charged, want 2 and %d", budget.Entries(), budget.Used(), 2*limits.EntryCost+3)
+	}
+	wantKind(t, get("/volume/tmp/c"), KindWriteBudget)
+	if h, _ := files.host("/volume/tmp/c"); !notExist(h) {
+		t.Fatal("the refused output was created anyway")
+	}
+	wantOK(t, get("/volume/data/b")) // existing files stay writable at the cap
+}
+
+func notExist(path string) bool {
+	_, err := os.Stat(path)
+	return os.IsNotExist(err)
 }
