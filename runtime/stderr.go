@@ -16,8 +16,13 @@ type stderrTail struct {
 	limit int
 	log   *zap.Logger
 
-	mu      sync.Mutex
-	buf     []byte // at most 2*limit; trimmed to limit when full
+	mu  sync.Mutex
+	buf []byte // at most 2*limit; trimmed to limit when full
+
+	// logMu guards the logging, apart from buf: a logger that blocks (a
+	// full pipe, a slow sink) holds up the guest's stderr writes, never a
+	// crash report's String.
+	logMu   sync.Mutex
 	line    []byte // the current incomplete line, for logging
 	window  time.Time
 	logged  int
@@ -38,7 +43,6 @@ func newStderrTail(limit int, log *zap.Logger) *stderrTail {
 // Write implements io.Writer; it never fails, so stderr never ends a module.
 func (t *stderrTail) Write(p []byte) (int, error) {
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	if len(p) >= t.limit {
 		t.buf = append(t.buf[:0], p[len(p)-t.limit:]...)
 	} else {
@@ -47,7 +51,10 @@ func (t *stderrTail) Write(p []byte) (int, error) {
 			t.buf = append(t.buf[:0], t.buf[len(t.buf)-t.limit:]...)
 		}
 	}
+	t.mu.Unlock()
 	if t.log != nil && t.log.Core().Enabled(zap.DebugLevel) {
+		t.logMu.Lock()
+		defer t.logMu.Unlock()
 		t.logLines(p)
 	}
 	return len(p), nil

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"go.uber.org/zap"
@@ -58,4 +59,51 @@ func TestStderrLinesAreLoggedRateLimited(t *testing.T) {
 	if quiet.String() != "not logged\n" {
 		t.Error("the tail is kept even when logging is off")
 	}
+}
+
+// blockingCore is a zap core whose writes wait until release is closed.
+type blockingCore struct {
+	zapcore.LevelEnabler
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (c blockingCore) With([]zapcore.Field) zapcore.Core { return c }
+func (c blockingCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
+	return ce.AddCore(e, c)
+}
+func (c blockingCore) Write(zapcore.Entry, []zapcore.Field) error {
+	select {
+	case c.entered <- struct{}{}:
+	default:
+	}
+	<-c.release
+	return nil
+}
+func (c blockingCore) Sync() error { return nil }
+
+// A logger that blocks (a full pipe, a slow sink) holds up the guest's
+// stderr writes, never the crash report: String returns while a write is
+// stuck in the logger.
+func TestStderrTailIsReadableWhileTheLoggerBlocks(t *testing.T) {
+	core := blockingCore{zapcore.DebugLevel, make(chan struct{}, 1), make(chan struct{})}
+	tail := newStderrTail(64, zap.New(core))
+	wrote := make(chan struct{})
+	go func() {
+		defer close(wrote)
+		tail.Write([]byte("panic: the guest is going down\n"))
+	}()
+	<-core.entered // the write is inside the logger now
+	read := make(chan string, 1)
+	go func() { read <- tail.String() }()
+	select {
+	case got := <-read:
+		if got != "panic: the guest is going down\n" {
+			t.Errorf("tail %q while the logger blocks", got)
+		}
+	case <-time.After(30 * time.Second): // a hang detector, not a timing: String waits for nothing
+		t.Error("String waited for the blocked logger")
+	}
+	close(core.release)
+	<-wrote
 }
