@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/subako/subako-runner/hostmod/subakohttp"
+	"github.com/subako/subako-runner/limits"
 	"github.com/subako/subako-runner/runtime"
 )
 
@@ -122,7 +123,11 @@ type childDownload struct {
 }
 
 func (c *childDownload) run(ctx context.Context, w io.Writer) error {
-	rt, err := runtime.New(ctx, runtime.Config{CompilationCacheDir: c.cache})
+	// The body and the new file's directory entry must fit the write
+	// budget: the default 1 GiB holds a 1 GiB body but not its entry too.
+	lim := limits.Default()
+	lim.WriteBudget = max(lim.WriteBudget, c.size+limits.EntryCost)
+	rt, err := runtime.New(ctx, runtime.Config{CompilationCacheDir: c.cache, Limits: &lim})
 	if err != nil {
 		return err
 	}
