@@ -14,7 +14,8 @@
 //     then EOF) and against one `wazero run` process per call, and the
 //     host's share of a call before and after its instance (from a Trace);
 //   - scale: calls per second with concurrent callers on GOMAXPROCS 1 and 2,
-//     with GOGC=400 as the command line runs (the target) and Go's default;
+//     with runtime.GCPercent as the command line runs (the target) and Go's
+//     default;
 //   - reopen: opening the stored 14 MB Go-SDK package from its artifact with
 //     a warm compilation cache, against the engine's floor (wazero's own
 //     CompileModule of the same metered bytes from the same warm cache in a

@@ -51,7 +51,7 @@ func main() {
 	flag.IntVar(&o.procCalls, "proc-calls", 40, "`wazero run` processes per package for latency")
 	flag.IntVar(&o.scaleCallers, "scale-callers", 4, "concurrent callers for calls/s")
 	flag.DurationVar(&o.scaleRound, "scale-round", time.Second, "length of one calls/s round")
-	flag.IntVar(&o.scaleRounds, "scale-rounds", 5, "calls/s rounds per GOMAXPROCS setting (interleaved)")
+	flag.IntVar(&o.scaleRounds, "scale-rounds", 7, "calls/s rounds per GOMAXPROCS setting (interleaved)")
 	flag.IntVar(&o.reopenRuns, "reopen-runs", 5, "warm reopens of the stored SDK package")
 	flag.IntVar(&o.coldRuns, "cold-runs", 2, "cold compiles of the SDK package")
 	flag.IntVar(&o.fuelRuns, "fuel-runs", 15, "runs of each CPU-bound guest per mode")

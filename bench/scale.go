@@ -44,11 +44,11 @@ func benchScale(ctx context.Context, o options, t *table) error {
 		return err
 	}
 	// The targets hold for the collector's target the command line runs
-	// with (GOGC=400, docs/RATIONALE.md); Go's default is measured too, for
-	// embedders who keep it.
+	// with (runtime.GCPercent, docs/RATIONALE.md); Go's default is
+	// measured too, for embedders who keep it.
 	prevGC := debug.SetGCPercent(100)
 	defer debug.SetGCPercent(prevGC)
-	for _, gc := range []int{400, 100} {
+	for _, gc := range []int{runtime.GCPercent, 100} {
 		debug.SetGCPercent(gc)
 		for _, p := range []struct{ name, dir string }{
 			{"C", filepath.Join("testdata", "packages", "cgreet")},
@@ -132,7 +132,7 @@ func scaleOf(ctx context.Context, o options, t *table, rt *runtime.Runtime, name
 		}
 		value := fmt.Sprintf("%.0f/s (%.2f cores)", two.rate, two.cores)
 		baseline := fmt.Sprintf("%.0f/s (%.2f cores)", one.rate, one.cores)
-		if i == 0 && gc == 400 {
+		if i == 0 && gc == runtime.GCPercent {
 			t.add(label, value, baseline, ratio, "≥ 1.8×", ratio >= 1.8)
 		} else {
 			t.add(label, value, baseline, ratio, "", false)

@@ -29,6 +29,15 @@ const Version = "0.1.0"
 // ABIVersion is the Subako ABI this runner implements.
 const ABIVersion = 1
 
+// GCPercent is the garbage collector's target (GOGC) recommended for a
+// process that serves many small calls with a small heap of its own; the
+// subako-runner command runs with it unless GOGC is set. Go's default of
+// 100 collects such a heap hundreds of times a second, and every
+// collection's stop-the-world waits for the goroutines running compiled
+// Wasm to reach a host call (docs/embedding.md). The library itself never
+// changes process-wide settings.
+const GCPercent = 800
+
 // Config configures a Runtime. The zero value is ready to use.
 type Config struct {
 	// Logger receives the host's own logs; nil logs nothing.

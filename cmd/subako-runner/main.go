@@ -12,6 +12,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/subako/subako-runner/runtime"
 )
 
 // Exit statuses of cli.md.
@@ -41,17 +43,10 @@ func (e *env) terminal(w io.Writer) bool {
 	return isTerminal(w)
 }
 
-// gcPercent is the collector's target the command runs with unless GOGC
-// is set: the Go default of 100 collects a small heap every few
-// milliseconds under many small calls, and each collection stops the
-// world, which must wait for every goroutine running compiled Wasm (Go
-// cannot preempt it there); on two cores that halved the calls per second
-// two cores give (docs/RATIONALE.md).
-const gcPercent = 400
-
 func main() {
+	// This process serves calls and owns its collector (docs/RATIONALE.md).
 	if _, set := os.LookupEnv("GOGC"); !set {
-		debug.SetGCPercent(gcPercent)
+		debug.SetGCPercent(runtime.GCPercent)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := mainWith(ctx, &env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}, os.Args[1:])
