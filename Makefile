@@ -73,7 +73,7 @@ fixtures:
 	@for d in $(FIXTURE_DIRS); do $(MAKE) -C $$d fixtures || exit 1; done
 
 # The benchmark table (bench/): ratios measured side by side in one run,
-# about four minutes. BENCH_ARGS picks a subset or iteration counts, e.g.
+# about five minutes. BENCH_ARGS picks a subset or iteration counts, e.g.
 #   make bench BENCH_ARGS='-only latency,fuel -calls 500'
 bench:
 	$(GO) run ./bench $(BENCH_ARGS)
