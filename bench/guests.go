@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -41,6 +42,21 @@ func packageDir(work, name, module string) (string, error) {
 		return "", err
 	}
 	return dir, nil
+}
+
+// loadIn makes a runtime with cfg and loads the package at dir in it;
+// closing it closes both.
+func loadIn(ctx context.Context, cfg runtime.Config, dir string) (*runtime.Package, func(), error) {
+	rt, err := runtime.New(ctx, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	pkg, err := rt.Load(ctx, dir)
+	if err != nil {
+		rt.Close(ctx)
+		return nil, nil, err
+	}
+	return pkg, func() { pkg.Close(ctx); rt.Close(ctx) }, nil
 }
 
 // callLine is the stdin of one call as the runtime writes it: a tools/call

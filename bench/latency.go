@@ -306,7 +306,7 @@ func latencyOf(ctx context.Context, o options, t *table, rt *runtime.Runtime, cl
 func phasesOf(ctx context.Context, o options, t *table, name, dir string, args json.RawMessage, floorMedian time.Duration) error {
 	var mu sync.Mutex
 	var sent, exited time.Time
-	rt, err := runtime.New(ctx, runtime.Config{Trace: func(e runtime.TraceEvent) {
+	pkg, closePkg, err := loadIn(ctx, runtime.Config{Trace: func(e runtime.TraceEvent) {
 		mu.Lock()
 		defer mu.Unlock()
 		switch e.Kind {
@@ -315,16 +315,11 @@ func phasesOf(ctx context.Context, o options, t *table, name, dir string, args j
 		case runtime.TraceExit:
 			exited = e.Time
 		}
-	}})
+	}}, dir)
 	if err != nil {
 		return err
 	}
-	defer rt.Close(ctx)
-	pkg, err := rt.Load(ctx, dir)
-	if err != nil {
-		return err
-	}
-	defer pkg.Close(ctx)
+	defer closePkg()
 	var before, instance, after, total []time.Duration
 	deadline := time.Now().Add(30 * time.Second)
 	for i := -5; i < o.calls && time.Now().Before(deadline); i++ {

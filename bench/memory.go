@@ -27,16 +27,11 @@ func benchMemory(ctx context.Context, o options, t *table) error {
 	}
 	lim := limits.Default()
 	lim.Memory = 512 * limits.MiB // a 256 MiB Go buffer needs a little more than 256 MiB
-	rt, err := runtime.New(ctx, runtime.Config{Limits: &lim})
+	pkg, closePkg, err := loadIn(ctx, runtime.Config{Limits: &lim}, dir)
 	if err != nil {
 		return err
 	}
-	defer rt.Close(ctx)
-	pkg, err := rt.Load(ctx, dir)
-	if err != nil {
-		return err
-	}
-	defer pkg.Close(ctx)
+	defer closePkg()
 	alloc := func(mib int) func() (runtime.Stats, error) {
 		args := json.RawMessage(fmt.Sprintf(`{"mib":%d}`, mib))
 		return func() (runtime.Stats, error) {
