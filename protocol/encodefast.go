@@ -43,8 +43,22 @@ func appendRequest(id ID, method string, params, meta map[string]any, client Cli
 		}
 	}
 	keys = append(keys, "_meta")
+	b, ok := appendMembers(b, keys, func(b []byte, k string) ([]byte, bool) {
+		if k == "_meta" {
+			return appendMeta(b, meta, client)
+		}
+		return appendValue(b, params[k], 0)
+	})
+	if !ok {
+		return nil, false
+	}
+	return append(b, "}\n"...), true
+}
+
+// appendMembers writes an object of keys, sorted as encoding/json sorts a
+// map's, each value written by value.
+func appendMembers(b []byte, keys []string, value func(b []byte, key string) ([]byte, bool)) ([]byte, bool) {
 	slices.Sort(keys)
-	ok := true
 	b = append(b, '{')
 	for i, k := range keys {
 		if i > 0 {
@@ -52,16 +66,12 @@ func appendRequest(id ID, method string, params, meta map[string]any, client Cli
 		}
 		b = appendJSONString(b, k, false)
 		b = append(b, ':')
-		if k == "_meta" {
-			b, ok = appendMeta(b, meta, client)
-		} else {
-			b, ok = appendValue(b, params[k], 0)
-		}
-		if !ok {
+		var ok bool
+		if b, ok = value(b, k); !ok {
 			return nil, false
 		}
 	}
-	return append(b, "}}\n"...), true
+	return append(b, '}'), true
 }
 
 // appendMeta writes the request's _meta: the caller's members with the
@@ -74,29 +84,17 @@ func appendMeta(b []byte, meta map[string]any, client ClientInfo) ([]byte, bool)
 			keys = append(keys, k)
 		}
 	}
-	slices.Sort(keys)
-	b = append(b, '{')
-	for i, k := range keys {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendJSONString(b, k, false)
-		b = append(b, ':')
+	return appendMembers(b, keys, func(b []byte, k string) ([]byte, bool) {
 		switch k {
 		case MetaClientCapabilities:
-			b = append(b, "{}"...)
+			return append(b, "{}"...), true
 		case MetaClientInfo:
-			b = appendClientInfo(b, client)
+			return appendClientInfo(b, client), true
 		case MetaProtocolVersion:
-			b = appendJSONString(b, Version, false)
-		default:
-			var ok bool
-			if b, ok = appendValue(b, meta[k], 1); !ok {
-				return nil, false
-			}
+			return appendJSONString(b, Version, false), true
 		}
-	}
-	return append(b, '}'), true
+		return appendValue(b, meta[k], 1)
+	})
 }
 
 func appendClientInfo(b []byte, c ClientInfo) []byte {
@@ -144,20 +142,9 @@ func appendValue(b []byte, v any, depth int) ([]byte, bool) {
 		for k := range v {
 			keys = append(keys, k)
 		}
-		slices.Sort(keys)
-		b = append(b, '{')
-		for i, k := range keys {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendJSONString(b, k, false)
-			b = append(b, ':')
-			var ok bool
-			if b, ok = appendValue(b, v[k], depth+1); !ok {
-				return nil, false
-			}
-		}
-		return append(b, '}'), true
+		return appendMembers(b, keys, func(b []byte, k string) ([]byte, bool) {
+			return appendValue(b, v[k], depth+1)
+		})
 	}
 	return nil, false
 }
