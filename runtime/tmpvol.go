@@ -120,10 +120,8 @@ func openTempVolumes(root string, log *zap.Logger) (*tempVolumes, error) {
 	}
 	v.dir, v.lock = filepath.Join(root, id), lock
 	v.realRoot = root
-	if real, err := filepath.EvalSymlinks(root); err == nil {
-		if real, err = filepath.Abs(real); err == nil {
-			v.realRoot = real
-		}
+	if real, err := realPath(root); err == nil {
+		v.realRoot = real
 	}
 	if err := os.Mkdir(v.dir, 0o700); err != nil {
 		releaseTempLock(root, id, lock)
@@ -271,12 +269,9 @@ func (v *tempVolumes) owns(dir string) bool { return filepath.Dir(dir) == v.dir 
 // mounted twice. Both paths are compared with their symbolic links
 // resolved, so a link to /tmp is no way around it.
 func (v *tempVolumes) overlap(guest, host string) error {
-	real, err := filepath.EvalSymlinks(host)
+	real, err := realPath(host)
 	if err != nil {
 		return nil // fsmount reports a directory it cannot open
-	}
-	if real, err = filepath.Abs(real); err != nil {
-		return nil
 	}
 	within := func(inner, outer string) bool {
 		rel, err := filepath.Rel(outer, inner)
@@ -289,6 +284,15 @@ func (v *tempVolumes) overlap(guest, host string) error {
 		return fmt.Errorf("%s is %s, inside the runner's temp volumes (%s); mount a directory of your own", guest, host, v.root)
 	}
 	return nil
+}
+
+// realPath is p absolute, with its symbolic links resolved.
+func realPath(p string) (string, error) {
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Abs(real)
 }
 
 // put is release of a directory that may have been touched.

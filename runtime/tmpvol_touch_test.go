@@ -250,3 +250,20 @@ func TestMountsHoldingTheTempVolumesAreRefused(t *testing.T) {
 		t.Errorf("a data directory beside the temp root: %s %q", res.Outcome, viewText(res))
 	}
 }
+
+// A package whose directory holds the temp volumes is refused too: its
+// /package mount would show the guest every call's /volume/tmp. Load
+// refuses it at discovery, the first instance that mounts it.
+func TestPackageHoldingTheTempVolumesIsRefused(t *testing.T) {
+	t.Parallel()
+	dir := makePackage(t, testguest.Go(t, guests+"volops"), map[string]string{"asset.txt": "x"})
+	rt := newRuntimeIn(t, filepath.Join(dir, "volumes"))
+	pkg, err := rt.Load(context.Background(), dir)
+	if err == nil {
+		pkg.Close(context.Background())
+		t.Fatal("a package holding the temp volumes was loaded")
+	}
+	if !strings.Contains(err.Error(), "temp volumes") {
+		t.Errorf("error %q does not say why", err)
+	}
+}
