@@ -291,9 +291,22 @@ func TestCallTimeoutLimitIsACrashNotTheCallersDeadline(t *testing.T) {
 // cancellation.
 func TestTimedOutCallReturnsOnlyOnceTheGuestStopped(t *testing.T) {
 	t.Parallel()
-	rt := newRuntime(t, nil)
+	logCore, logs := observer.New(zap.ErrorLevel)
+	rt, err := New(context.Background(), Config{CompilationCacheDir: compiledCache, Logger: zap.New(logCore)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close(context.Background()) })
 	rt.endGrace = time.Millisecond // the host gives up waiting at once, if it ever gives up
 	pkg := load(t, rt, makePackage(t, testguest.Go(t, guests+"httpprobe"), nil))
+	// The host says what it waits for: a host function not honouring the
+	// context, logged once the grace has passed (the guest is held there
+	// for seconds, the grace is a millisecond).
+	t.Cleanup(func() {
+		if logs.FilterMessageSnippet("did not stop after its context ended").Len() == 0 {
+			t.Error("no log line said that the instance did not stop after its context ended")
+		}
+	})
 
 	type outcome struct {
 		res             *Result
