@@ -15,7 +15,9 @@
 //     host's share of a call before and after its instance (from a Trace);
 //   - scale: calls per second with concurrent callers on GOMAXPROCS 1 and 2,
 //     with runtime.GCPercent as the command line runs (the target) and Go's
-//     default;
+//     default, in many short interleaved rounds; beside them the machine
+//     control, the same calls in one and in two child processes at
+//     GOMAXPROCS 1 (this program re-executed with -child-scale);
 //   - reopen: opening the stored 14 MB Go-SDK package from its artifact with
 //     a warm compilation cache, against the engine's floor (wazero's own
 //     CompileModule of the same metered bytes from the same warm cache in a

@@ -43,6 +43,9 @@ func main() {
 	flag.StringVar(&child.cache, "child-cache", "", "internal: the compilation cache directory")
 	flag.StringVar(&child.url, "child-url", "", "internal: the URL to download")
 	flag.Int64Var(&child.size, "child-size", 0, "internal: the expected body size")
+	var scaleKid childScale
+	flag.StringVar(&scaleKid.pkg, "child-scale", "", "internal: run calls/s rounds of the machine control on the package directory given, one for each line of stdin")
+	flag.IntVar(&scaleKid.gc, "child-gc", 100, "internal: the scale child's GOGC")
 
 	var o options
 	only := flag.String("only", strings.Join(measures, ","), "comma-separated measures to run: "+strings.Join(measures, ", "))
@@ -50,8 +53,8 @@ func main() {
 	flag.IntVar(&o.calls, "calls", 200, "in-process calls (and floor runs) per package for latency")
 	flag.IntVar(&o.procCalls, "proc-calls", 40, "`wazero run` processes per package for latency")
 	flag.IntVar(&o.scaleCallers, "scale-callers", 4, "concurrent callers for calls/s")
-	flag.DurationVar(&o.scaleRound, "scale-round", time.Second, "length of one calls/s round")
-	flag.IntVar(&o.scaleRounds, "scale-rounds", 7, "calls/s rounds per GOMAXPROCS setting (interleaved)")
+	flag.DurationVar(&o.scaleRound, "scale-round", 250*time.Millisecond, "length of one calls/s round")
+	flag.IntVar(&o.scaleRounds, "scale-rounds", 24, "calls/s rounds per GOMAXPROCS setting (interleaved)")
 	flag.IntVar(&o.reopenRuns, "reopen-runs", 5, "warm reopens of the stored SDK package")
 	flag.IntVar(&o.coldRuns, "cold-runs", 2, "cold compiles of the SDK package")
 	flag.IntVar(&o.fuelRuns, "fuel-runs", 15, "runs of each CPU-bound guest per mode")
@@ -63,6 +66,14 @@ func main() {
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	flag.Parse()
 
+	if scaleKid.pkg != "" {
+		scaleKid.cache = child.cache
+		if err := scaleKid.run(context.Background(), o, os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "bench child:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if child.pkg != "" {
 		if err := child.run(context.Background(), os.Stdout); err != nil {
 			fmt.Fprintln(os.Stderr, "bench child:", err)

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	goruntime "runtime"
 	"runtime/debug"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -17,12 +19,15 @@ import (
 )
 
 // benchScale measures calls per second of concurrent callers with
-// GOMAXPROCS 1 and 2, rounds of each interleaved; each setting keeps its
-// best round (the one least disturbed by whatever else the machine runs).
-// The bare-wazero floor of the same module runs the same rounds as a
-// control: when it does not scale either, the machine did not give the
-// process two cores. Each round also records the CPU time the process got
-// per second of wall time.
+// GOMAXPROCS 1 and 2, in many short rounds of each, interleaved; a
+// setting's rate is its calls over its rounds' time together. The speed of
+// this machine's cores drifts by a fifth from one second to the next (the
+// steal column shows only part of it), so the two settings must sample the
+// same moments: a best round of each compares two different machines. The
+// bare-wazero floor of the same module runs the same rounds as a control,
+// and so do child processes at GOMAXPROCS 1 (the machine control): what two
+// of them get against one is what the machine gives two busy cores. Each
+// round also records the CPU time the process got per second of wall time.
 func benchScale(ctx context.Context, o options, t *table) error {
 	goDir, err := goPackage(o.work, "greet")
 	if err != nil {
@@ -66,8 +71,24 @@ func benchScale(ctx context.Context, o options, t *table) error {
 	return nil
 }
 
-// round is the best round of one side at one GOMAXPROCS.
-type round struct{ rate, cores float64 }
+// greetOnce is one greet call through pkg, its result released.
+func greetOnce(ctx context.Context, pkg *runtime.Package, args json.RawMessage) func() error {
+	return func() error {
+		res, err := pkg.Call(ctx, runtime.CallRequest{Tool: "greet", Arguments: args})
+		if err != nil {
+			return err
+		}
+		defer res.Release()
+		if res.Outcome != runtime.OutcomeOK {
+			return fmt.Errorf("outcome %s crash %+v", res.Outcome, res.Crash)
+		}
+		return nil
+	}
+}
+
+// machineSide names the machine control's rounds in total: n is the number
+// of child processes, not GOMAXPROCS.
+const machineSide = "processes"
 
 func scaleOf(ctx context.Context, o options, t *table, rt *runtime.Runtime, name, dir string, args json.RawMessage, stdin []byte, gc int) error {
 	pkg, err := rt.Load(ctx, dir)
@@ -88,57 +109,95 @@ func scaleOf(ctx context.Context, o options, t *table, rt *runtime.Runtime, name
 		name string
 		once func() error
 	}{
-		{"runtime", func() error {
-			res, err := pkg.Call(ctx, runtime.CallRequest{Tool: "greet", Arguments: args})
-			if err != nil {
-				return err
-			}
-			defer res.Release()
-			if res.Outcome != runtime.OutcomeOK {
-				return fmt.Errorf("outcome %s crash %+v", res.Outcome, res.Crash)
-			}
-			return nil
-		}},
+		{"runtime", greetOnce(ctx, pkg, args)},
 		{"bare wazero", func() error {
 			_, err := fl.run(ctx, stdin)
 			return err
 		}},
 	}
-	best := map[string]map[int]round{}
+	// The machine control, at the target's collector setting: the same
+	// calls in processes of their own at GOMAXPROCS 1, one alone and two at
+	// once. Two processes share nothing but the machine, so what they lose
+	// against one is what the machine (its caches, memory, the hypervisor)
+	// takes from two busy cores, and what one process on two cores loses
+	// beyond that is the process's own.
+	var kids []*scaleChild
+	if gc == runtime.GCPercent {
+		kids, err = startScaleChildren(ctx, o, dir, gc, 2)
+		if err != nil {
+			return fmt.Errorf("machine control: %w", err)
+		}
+		defer stopScaleChildren(kids)
+	}
+	total := map[string]map[int]measured{}
+	keep := func(side string, n int, m measured) {
+		if total[side] == nil {
+			total[side] = map[int]measured{}
+		}
+		total[side][n] = total[side][n].then(m)
+	}
 	for r := 0; r < o.scaleRounds; r++ {
 		for _, procs := range []int{1, 2} {
 			goruntime.GOMAXPROCS(procs)
 			for _, side := range sides {
-				rate, cores, err := callRate(ctx, side.once, o.scaleCallers, o.scaleRound)
+				m, err := callRate(ctx, side.once, o.scaleCallers, o.scaleRound)
 				if err != nil {
 					return fmt.Errorf("%s: %w", side.name, err)
 				}
-				logf("   %s %s GOGC=%d GOMAXPROCS=%d round %d: %.0f calls/s on %.2f cores", name, side.name, gc, procs, r+1, rate, cores)
-				if best[side.name] == nil {
-					best[side.name] = map[int]round{}
-				}
-				if rate > best[side.name][procs].rate {
-					best[side.name][procs] = round{rate, cores}
-				}
+				logf("   %s %s GOGC=%d GOMAXPROCS=%d round %d: %s", name, side.name, gc, procs, r+1, m)
+				keep(side.name, procs, m)
 			}
+		}
+		for n := 1; n <= len(kids); n++ {
+			m, err := scaleRound(kids[:n])
+			if err != nil {
+				return fmt.Errorf("machine control: %w", err)
+			}
+			logf("   %s %d process(es) at GOMAXPROCS=1, GOGC=%d, round %d: %s", name, n, gc, r+1, m)
+			keep(machineSide, n, m)
 		}
 	}
 	for i, side := range sides {
-		one, two := best[side.name][1], best[side.name][2]
-		ratio := two.rate / one.rate
+		one, two := total[side.name][1], total[side.name][2]
+		ratio := two.rate() / one.rate()
 		label := fmt.Sprintf("%s calls/s, %d callers, GOGC=%d: 2 cores vs 1", name, o.scaleCallers, gc)
 		if i > 0 {
 			label = fmt.Sprintf("%s %s runs/s (control), GOGC=%d: 2 cores vs 1", name, side.name, gc)
 		}
-		value := fmt.Sprintf("%.0f/s (%.2f cores)", two.rate, two.cores)
-		baseline := fmt.Sprintf("%.0f/s (%.2f cores)", one.rate, one.cores)
 		if i == 0 && gc == runtime.GCPercent {
-			t.add(label, value, baseline, ratio, "≥ 1.8×", ratio >= 1.8)
+			t.add(label, two.String(), one.String(), ratio, "≥ 1.8×", ratio >= 1.8)
 		} else {
-			t.add(label, value, baseline, ratio, "", false)
+			t.add(label, two.String(), one.String(), ratio, "", false)
 		}
 	}
+	if kids != nil {
+		one, two := total[machineSide][1], total[machineSide][2]
+		t.add(fmt.Sprintf("  %s machine control: 2 processes at GOMAXPROCS=1 vs 1", name), two.String(), one.String(), two.rate()/one.rate(), "", false)
+		inProc := total[sides[0].name][2]
+		t.add(fmt.Sprintf("  %s one process on 2 cores vs 2 processes", name), inProc.String(), two.String(), inProc.rate()/two.rate(), "", false)
+	}
 	return nil
+}
+
+// measured is rounds of calls: the calls completed, the wall time, the CPU
+// time the process (or processes) used, and the CPU time the hypervisor
+// gave to something else, on all of the machine's CPUs (steal).
+type measured struct {
+	Calls int64         `json:"calls"`
+	Wall  time.Duration `json:"wall"`
+	CPU   time.Duration `json:"cpu"`
+	Steal time.Duration `json:"steal"`
+}
+
+// then is m followed by a later round n.
+func (m measured) then(n measured) measured {
+	return measured{m.Calls + n.Calls, m.Wall + n.Wall, m.CPU + n.CPU, m.Steal + n.Steal}
+}
+
+func (m measured) rate() float64 { return float64(m.Calls) / m.Wall.Seconds() }
+
+func (m measured) String() string {
+	return fmt.Sprintf("%.0f/s (%.2f cores, steal %.2f)", m.rate(), float64(m.CPU)/float64(m.Wall), float64(m.Steal)/float64(m.Wall))
 }
 
 // cpuTime is the CPU time this process has used, user and system.
@@ -150,16 +209,15 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// callRate runs callers goroutines calling once for d and returns the
-// calls completed per second and the CPU time used per second.
-func callRate(ctx context.Context, once func() error, callers int, d time.Duration) (float64, float64, error) {
+// callRate runs callers goroutines calling once for d.
+func callRate(ctx context.Context, once func() error, callers int, d time.Duration) (measured, error) {
 	// Bounded in time by d and in count by a generous cap.
 	const maxCalls = 1_000_000
 	var done atomic.Int64
 	var firstErr error
 	var failOnce sync.Once
 	stop := time.Now().Add(d)
-	start, cpu0 := time.Now(), cpuTime()
+	start, cpu0, steal0 := time.Now(), cpuTime(), stealTime()
 	var wg sync.WaitGroup
 	for c := 0; c < callers; c++ {
 		wg.Add(1)
@@ -175,9 +233,30 @@ func callRate(ctx context.Context, once func() error, callers int, d time.Durati
 		}()
 	}
 	wg.Wait()
-	wall, cpu := time.Since(start), cpuTime()-cpu0
+	m := measured{Calls: done.Load(), Wall: time.Since(start), CPU: cpuTime() - cpu0, Steal: stealTime() - steal0}
 	if firstErr != nil {
-		return 0, 0, firstErr
+		return measured{}, firstErr
 	}
-	return float64(done.Load()) / wall.Seconds(), float64(cpu) / float64(wall), ctx.Err()
+	return m, ctx.Err()
+}
+
+// stealTime is the time the hypervisor ran something else on this
+// machine's CPUs, all of them together (the steal column of /proc/stat); 0
+// where there is no such count.
+func stealTime() time.Duration {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0
+	}
+	ticks, err := strconv.ParseInt(f[8], 10, 64)
+	if err != nil {
+		return 0
+	}
+	// /proc/stat counts in USER_HZ, 100 a second on every Linux.
+	return time.Duration(ticks) * 10 * time.Millisecond
 }

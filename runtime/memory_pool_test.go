@@ -26,8 +26,8 @@ func TestMemoryPoolHandsOutZeroedMemory(t *testing.T) {
 	base := unsafe.SliceData(b)
 	mem.Free()
 	first.release()
-	if len(pool.idle) != 1 {
-		t.Fatalf("%d pooled reservations after a small memory was released, want 1", len(pool.idle))
+	if pool.idle() != 1 {
+		t.Fatalf("%d pooled reservations after a small memory was released, want 1", pool.idle())
 	}
 
 	second := newMemoryLimit(16*page, pool)
@@ -53,9 +53,9 @@ func TestMemoryPoolHandsOutZeroedMemory(t *testing.T) {
 	if b := mem.Reallocate(poolKeep + page); len(b) != poolKeep+page {
 		t.Fatalf("len %d", len(b))
 	}
-	before := len(pool.idle)
+	before := pool.idle()
 	big.release()
-	if len(pool.idle) != before {
+	if pool.idle() != before {
 		t.Fatal("a memory that committed more than poolKeep was pooled")
 	}
 }

@@ -143,7 +143,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	}
 	rt := &Runtime{log: log, limits: lim, client: protocol.ClientInfo{Name: "subako", Version: Version}, observer: cfg.Observer,
 		admit:      newAdmission(maxInstances),
-		memPool:    newMemoryPool(max(2, goruntime.NumCPU())),
+		memPool:    newMemoryPool(2),
 		modConfig:  wazero.NewModuleConfig().WithName("").WithStartFunctions().WithRandSource(rand.Reader),
 		meterings:  newMeteringRecords(cfg.CompilationCacheDir),
 		progressFn: cfg.Progress, trace: cfg.Trace}

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package runtime
+
+// currentCPU is 0 where the runner does not ask the kernel: a pool then
+// has one shelf in use.
+func currentCPU() int { return 0 }
