@@ -57,7 +57,7 @@ func main() {
 	flag.IntVar(&o.scaleRounds, "scale-rounds", 24, "calls/s rounds per GOMAXPROCS setting (interleaved)")
 	flag.IntVar(&o.reopenRuns, "reopen-runs", 5, "warm reopens of the stored SDK package")
 	flag.IntVar(&o.coldRuns, "cold-runs", 2, "cold compiles of the SDK package")
-	flag.IntVar(&o.fuelRuns, "fuel-runs", 15, "runs of each CPU-bound guest per mode")
+	flag.IntVar(&o.fuelRuns, "fuel-runs", 31, "runs of each CPU-bound guest per mode")
 	flag.Int64Var(&o.downloadBytes, "download-bytes", 1<<30, "size of the HTTP download")
 	flag.IntVar(&o.memCalls, "mem-calls", 100, "calls of the 64 MiB guest for its exit times (half as many of the 256 MiB one)")
 	flag.IntVar(&o.memSoak, "mem-soak", 1000, "calls of the 64 MiB guest between the two RSS readings")
@@ -211,6 +211,19 @@ func (t *table) print(w io.Writer) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.measure, r.value, r.baseline, ratio, r.target, r.met)
 	}
 	tw.Flush()
+}
+
+// median returns the median of xs (0 for none).
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 // quantile returns the q-quantile (0..1) of ds, nearest rank.

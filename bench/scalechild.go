@@ -4,11 +4,11 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	goruntime "runtime"
 	"runtime/debug"
 	"strconv"
@@ -67,14 +67,14 @@ type scaleChild struct {
 }
 
 // startScaleChildren starts n children on the package at dir and waits
-// until every one is ready. They share a compilation cache, so only the
-// first compiles.
+// until every one is ready. They share a compilation cache in the work
+// directory.
 func startScaleChildren(ctx context.Context, o options, dir string, gc, n int) ([]*scaleChild, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	cache := o.work + "/scale-cache"
+	cache := filepath.Join(o.work, "scale-cache")
 	var kids []*scaleChild
 	for range n {
 		cmd := exec.CommandContext(ctx, exe, "-child-scale", dir, "-child-cache", cache,
@@ -154,7 +154,7 @@ func stopScaleChildren(kids []*scaleChild) {
 		k.in.Close()
 	}
 	for _, k := range kids {
-		if err := k.cmd.Wait(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		if err := k.cmd.Wait(); err != nil {
 			logf("   scale child: %v: %s", err, k.stderr)
 		}
 	}
