@@ -25,3 +25,29 @@ func BenchmarkCGreetCall(b *testing.B) {
 		res.Release()
 	}
 }
+
+// BenchmarkCGreetCallParallel is BenchmarkCGreetCall from GOMAXPROCS
+// callers at once. Run it with -cpu 1,2: on a machine that gives two
+// cores, the second's ns/op is about half the first's (`make bench` holds
+// the target, beside a control of two processes).
+func BenchmarkCGreetCallParallel(b *testing.B) {
+	rt := newRuntime(b, nil)
+	pkg := load(b, rt, "../testdata/packages/cgreet")
+	args := json.RawMessage(`{"name":"Ada"}`)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			res, err := pkg.Call(context.Background(), CallRequest{Tool: "greet", Arguments: args})
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			outcome, crash := res.Outcome, res.Crash
+			res.Release()
+			if outcome != OutcomeOK {
+				b.Errorf("outcome %s crash %+v", outcome, crash)
+				return
+			}
+		}
+	})
+}

@@ -4,6 +4,7 @@ package runtime
 
 import (
 	"bytes"
+	"os"
 	"testing"
 	"unsafe"
 )
@@ -93,5 +94,41 @@ func TestMemoryPoolClearsWhatTheInstanceReached(t *testing.T) {
 	last := use(1, 6)
 	if unsafe.SliceData(first) != unsafe.SliceData(last) {
 		t.Fatal("the pooled reservation was not reused: the test proves nothing")
+	}
+}
+
+// A single byte anywhere in a page, its first, its last or one in between,
+// is cleared before the reservation goes to the next instance, whichever
+// subset of pages the one before wrote.
+func TestMemoryPoolClearsEveryWrittenByte(t *testing.T) {
+	t.Parallel()
+	const wasmPage = 65536
+	pool := newMemoryPool(1)
+	defer pool.close()
+	osPage := os.Getpagesize()
+	size := 4 * wasmPage
+	offsets := []int{0, osPage - 1, osPage, 3*osPage + 17, 2*wasmPage - 1, size - osPage, size - 1}
+	var base *byte
+	for round := range 3 {
+		lim := newMemoryLimit(uint64(size), pool)
+		mem := lim.Allocate(0, uint64(size))
+		b := mem.Reallocate(uint64(size))
+		if round == 0 {
+			base = unsafe.SliceData(b)
+		} else if unsafe.SliceData(b) != base {
+			t.Fatal("the pooled reservation was not reused: the test proves nothing")
+		}
+		if i := bytes.IndexFunc(b, func(r rune) bool { return r != 0 }); i >= 0 {
+			t.Fatalf("round %d: byte %d of a pooled memory is not zero", round, i)
+		}
+		// Each round writes a different subset, so a page left dirty by an
+		// earlier round is caught too.
+		for i, off := range offsets {
+			if i%3 != round {
+				b[off] = 0x5A
+			}
+		}
+		mem.Free()
+		lim.release()
 	}
 }
