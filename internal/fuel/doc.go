@@ -56,10 +56,16 @@
 // every table.grow behind it; when the host (a TableBudget in the context)
 // refuses, the guest gets -1 without growing, as from a failed grow.
 //
+// Data: Instrument also joins each run of active data segments that lie a
+// few zero bytes apart into one segment, the zeroes written out (data.go).
+// wazero evaluates every segment's offset at every instantiation, and Go's
+// linker writes tens of thousands of segments; the instance's initial
+// memory stays byte for byte the same.
+//
 // DWARF (.debug_*), source maps and relocation sections locate code by
 // byte offset and would lie after the rewrite, so they are always dropped;
 // other custom sections are kept.
 //
-// The rewriter files (instrument.go, code.go, names.go) are pure Go; the
+// The rewriter files (instrument.go, code.go, names.go, data.go) are pure Go; the
 // host side (meter.go) is the only file that imports wazero.
 package fuel

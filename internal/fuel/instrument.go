@@ -114,6 +114,9 @@ func Instrument(wasm []byte) ([]byte, error) {
 	rw.refuel = rw.nImpFuncs
 	rw.counter = uint32(m.NumImported(wasmbin.KindGlobal) + len(m.Globals))
 	rw.refuelType = rw.typeIndex(importType(ImportName))
+	if c, ok := joinData(m); ok {
+		rw.data = c
+	}
 	grows, err := rw.growsTables()
 	if err != nil {
 		return nil, err
@@ -193,8 +196,11 @@ type rewriter struct {
 	newTypes      []wasmbin.FuncType // appended to the type section
 	// tableTypes are the element types of the tables, imported first.
 	tableTypes []wasmbin.ValType
-	scanW      wasmbin.Walker
-	scanIn     wasmbin.Instr
+	// data is the data section's new content when joinData joined
+	// segments (nil: the section is kept as it is).
+	data   []byte
+	scanW  wasmbin.Walker
+	scanIn wasmbin.Instr
 }
 
 // fn maps a function index of the input to the output: the imports are
@@ -248,6 +254,12 @@ func (rw *rewriter) module(wasm []byte) ([]byte, error) {
 				return nil, err
 			}
 			out = wasmbin.AppendSection(out, s.ID, c)
+		case wasmbin.SectionData:
+			if rw.data == nil {
+				out = append(out, wasm[s.Offset:s.End]...)
+			} else {
+				out = wasmbin.AppendSection(out, s.ID, rw.data)
+			}
 		default:
 			out = append(out, wasm[s.Offset:s.End]...)
 		}

@@ -4,7 +4,8 @@ import "github.com/subako/subako-runner/internal/wasmbin"
 
 // names rewrites the content of the name section: the subsections keyed
 // by function index (1 function names, 2 local names, 3 label names) get
-// remapped indices; the others are copied. ok is false when the section
+// remapped indices; the data segment names (9) are dropped when joinData
+// renumbered the segments; the others are copied. ok is false when the section
 // does not parse, and then the caller drops it rather than keep names that
 // point at the wrong functions.
 func (rw *rewriter) names(content []byte) (out []byte, ok bool) {
@@ -27,6 +28,10 @@ func (rw *rewriter) names(content []byte) (out []byte, ok bool) {
 			out = append(out, id)
 			out = wasmbin.AppendU32(out, uint32(len(nb)))
 			out = append(out, nb...)
+		case 9:
+			if rw.data == nil {
+				out = append(out, content[p-int(size)-1-n:p]...)
+			}
 		default:
 			out = append(out, content[p-int(size)-1-n:p]...)
 		}

@@ -6,6 +6,6 @@ package fuel
 // another is metered again from its module.wasm.
 //
 // Bump it with every change to Instrument's output (cost model, code shape,
-// sections kept or dropped). TestMeteringVersionPinsOutput fails on a
+// sections kept, joined or dropped). TestMeteringVersionPinsOutput fails on a
 // changed output until the bump and a new entry in its history are made.
-const MeteringVersion = 2
+const MeteringVersion = 3

@@ -4,12 +4,6 @@ import "math"
 
 // Helpers only the tests use.
 
-// ReadS32 decodes a signed 32-bit LEB128 integer at the start of b.
-func ReadS32(b []byte) (int32, int, error) {
-	v, n, err := readSigned(b, 32)
-	return int32(v), n, err
-}
-
 // ReadS33 decodes a signed 33-bit LEB128 integer (the encoding of block
 // types) at the start of b.
 func ReadS33(b []byte) (int64, int, error) {

@@ -22,6 +22,13 @@ func ReadU64(b []byte) (uint64, int, error) {
 	return readUnsigned(b, 64)
 }
 
+// ReadS32 decodes a signed 32-bit LEB128 integer at the start of b (the
+// immediate of i32.const).
+func ReadS32(b []byte) (int32, int, error) {
+	v, n, err := readSigned(b, 32)
+	return int32(v), n, err
+}
+
 func readUnsigned(b []byte, bits uint) (uint64, int, error) {
 	maxBytes := int((bits + 6) / 7)
 	lastBits := bits - 7*uint(maxBytes-1)
