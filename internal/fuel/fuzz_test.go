@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/subako/subako-runner/internal/wasmbin"
+	"github.com/subako/subako-runner/internal/wasmbin/wasmtest"
 	"github.com/tetratelabs/wazero"
 )
 
@@ -27,6 +28,10 @@ func FuzzInstrument(f *testing.F) {
 		}
 	}
 	f.Add(tableBomb(-2)) // a checked table.grow
+	// Data segments to join, with an overlap, a passive one and a gap too
+	// long (joinData).
+	f.Add(wasmtest.Module{Data: dataSection(seg{16, "ab", false}, seg{20, "cdef", false}, seg{22, "g", false},
+		seg{0, "p", true}, seg{30, "h", false}, seg{30 + 2*maxDataGap, "i", false})}.Bytes())
 	ctx := context.Background()
 	r := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCoreFeatures(allFeatures))
 	f.Cleanup(func() { r.Close(ctx) })
