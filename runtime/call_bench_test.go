@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+
+	"github.com/subako/subako-runner/internal/testguest"
 )
 
 // BenchmarkCGreetCall is one tools/call of the C greet package through
@@ -50,4 +52,25 @@ func BenchmarkCGreetCallParallel(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkGoGreetCall is one tools/call of the Go greet guest through
+// Package.Call: a Go guest's runtime start, its data segments and its few
+// MiB of memory, which a C call does not have.
+func BenchmarkGoGreetCall(b *testing.B) {
+	rt := newRuntime(b, nil)
+	pkg := load(b, rt, makePackage(b, testguest.Go(b, guests+"greet"), nil))
+	args := json.RawMessage(`{"name":"Ada"}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := pkg.Call(context.Background(), CallRequest{Tool: "greet", Arguments: args})
+		if err != nil {
+			b.Fatal(err)
+		}
+		outcome, crash := res.Outcome, res.Crash
+		res.Release()
+		if outcome != OutcomeOK {
+			b.Fatalf("outcome %s crash %+v", outcome, crash)
+		}
+	}
 }
