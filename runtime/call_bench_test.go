@@ -3,10 +3,25 @@ package runtime
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/subako/subako-runner/internal/testguest"
 )
+
+// callGreet is one greet call through pkg, Release included; an error
+// names what went wrong, a failed call or an outcome other than ok.
+func callGreet(pkg *Package) error {
+	res, err := pkg.Call(context.Background(), CallRequest{Tool: "greet", Arguments: json.RawMessage(`{"name":"Ada"}`)})
+	if err != nil {
+		return err
+	}
+	defer res.Release()
+	if res.Outcome != OutcomeOK {
+		return fmt.Errorf("outcome %s crash %+v", res.Outcome, res.Crash)
+	}
+	return nil
+}
 
 // BenchmarkCGreetCall is one tools/call of the C greet package through
 // Package.Call, Release included: the call path whose cost over bare
@@ -14,17 +29,11 @@ import (
 func BenchmarkCGreetCall(b *testing.B) {
 	rt := newRuntime(b, nil)
 	pkg := load(b, rt, "../testdata/packages/cgreet")
-	args := json.RawMessage(`{"name":"Ada"}`)
 	b.ReportAllocs()
 	for b.Loop() {
-		res, err := pkg.Call(context.Background(), CallRequest{Tool: "greet", Arguments: args})
-		if err != nil {
+		if err := callGreet(pkg); err != nil {
 			b.Fatal(err)
 		}
-		if res.Outcome != OutcomeOK {
-			b.Fatalf("outcome %s crash %+v", res.Outcome, res.Crash)
-		}
-		res.Release()
 	}
 }
 
@@ -35,19 +44,11 @@ func BenchmarkCGreetCall(b *testing.B) {
 func BenchmarkCGreetCallParallel(b *testing.B) {
 	rt := newRuntime(b, nil)
 	pkg := load(b, rt, "../testdata/packages/cgreet")
-	args := json.RawMessage(`{"name":"Ada"}`)
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			res, err := pkg.Call(context.Background(), CallRequest{Tool: "greet", Arguments: args})
-			if err != nil {
+			if err := callGreet(pkg); err != nil {
 				b.Error(err)
-				return
-			}
-			outcome, crash := res.Outcome, res.Crash
-			res.Release()
-			if outcome != OutcomeOK {
-				b.Errorf("outcome %s crash %+v", outcome, crash)
 				return
 			}
 		}
@@ -60,17 +61,10 @@ func BenchmarkCGreetCallParallel(b *testing.B) {
 func BenchmarkGoGreetCall(b *testing.B) {
 	rt := newRuntime(b, nil)
 	pkg := load(b, rt, makePackage(b, testguest.Go(b, guests+"greet"), nil))
-	args := json.RawMessage(`{"name":"Ada"}`)
 	b.ReportAllocs()
 	for b.Loop() {
-		res, err := pkg.Call(context.Background(), CallRequest{Tool: "greet", Arguments: args})
-		if err != nil {
+		if err := callGreet(pkg); err != nil {
 			b.Fatal(err)
-		}
-		outcome, crash := res.Outcome, res.Crash
-		res.Release()
-		if outcome != OutcomeOK {
-			b.Fatalf("outcome %s crash %+v", outcome, crash)
 		}
 	}
 }

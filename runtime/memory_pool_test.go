@@ -5,6 +5,7 @@ package runtime
 import (
 	"bytes"
 	"os"
+	"slices"
 	"testing"
 	"unsafe"
 )
@@ -118,7 +119,7 @@ func TestMemoryPoolClearsEveryWrittenByte(t *testing.T) {
 		} else if unsafe.SliceData(b) != base {
 			t.Fatal("the pooled reservation was not reused: the test proves nothing")
 		}
-		if i := bytes.IndexFunc(b, func(r rune) bool { return r != 0 }); i >= 0 {
+		if i := slices.IndexFunc(b, func(c byte) bool { return c != 0 }); i >= 0 {
 			t.Fatalf("round %d: byte %d of a pooled memory is not zero", round, i)
 		}
 		// Each round writes a different subset, so a page left dirty by an

@@ -137,11 +137,15 @@ func TestJoinDataLeavesWhatItCannotProve(t *testing.T) {
 		{Offset: wasmbin.Expr{Bytes: []byte{byte(wasmbin.OpI32Const), 0, byte(wasmbin.OpEnd)}}, Init: []byte("a")},
 		{Offset: wasmbin.Expr{Bytes: []byte{0x23, 0, byte(wasmbin.OpEnd)}}, Init: []byte("b")}, // global.get 0
 	}}
+	otherMemory := &wasmbin.Module{Data: dataOf(t, wasmtest.Module{Data: dataSection(near...)}.Bytes())}
+	otherMemory.Data[1].Memory = 1 // multiple memories: where a segment writes is another memory's
 	importedMemory := &wasmbin.Module{
 		Imports: []wasmbin.Import{{Module: "env", Name: "memory", Kind: wasmbin.KindMemory}},
 		Data:    dataOf(t, wasmtest.Module{Data: dataSection(near...)}.Bytes()),
 	}
-	for name, m := range map[string]*wasmbin.Module{"an offset read from a global": globalOffset, "an imported memory": importedMemory} {
+	for name, m := range map[string]*wasmbin.Module{
+		"an offset read from a global": globalOffset, "an imported memory": importedMemory, "a segment of memory 1": otherMemory,
+	} {
 		if _, ok := joinData(m); ok {
 			t.Errorf("%s: segments were joined", name)
 		}
@@ -171,8 +175,14 @@ func TestJoinDataBoundsTheZeroesItWrites(t *testing.T) {
 	if held > 2*len(segs) {
 		t.Fatalf("the segments hold %d bytes after instrumenting, from %d: more zeroes written than data", held, len(segs))
 	}
-	want, _ := initialMemory(t, wasm, false)
-	got, _ := initialMemory(t, wasm, true)
+	want, err := initialMemory(t, wasm, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := initialMemory(t, wasm, true)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if !bytes.Equal(got, want) {
 		t.Fatal("initial memory differs")
 	}
