@@ -276,7 +276,7 @@ func (rt *Runtime) Open(ctx context.Context, a *Artifact, path string) (*Package
 	}
 	p := &Package{
 		rt:      rt,
-		checked: &Checked{Source: src, Hash: hash, metered: metered, compiled: compiled, code: newCodeRefs(compiled)}, // the Package holds the only reference
+		checked: newChecked(src, hash, metered, compiled), // the Package holds the only reference
 		name:    a.Name,
 		tools:   set,
 		Opened:  &Opened{Metering: how, ArtifactMetering: a.Metering, ArtifactRunner: a.Runner},

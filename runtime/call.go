@@ -266,12 +266,13 @@ func (p *Package) startCall(ctx context.Context, req CallRequest, tmp string, li
 		Policy: policy, Files: volumeFiles{mounts}, Budget: c.budget, Limits: lim, Logger: log,
 	})
 	c.s = p.rt.newSession(ctx, instanceConfig{
-		compiled: p.checked.compiled,
-		limits:   lim,
-		deadline: deadline,
-		wasi:     wasi.Config{Mounts: mounts, Budget: c.budget},
-		http:     c.http,
-		ended:    func() { place.done(); close(c.gone) },
+		compiled:      p.checked.compiled,
+		initialMemory: p.checked.initialMemory,
+		limits:        lim,
+		deadline:      deadline,
+		wasi:          wasi.Config{Mounts: mounts, Budget: c.budget},
+		http:          c.http,
+		ended:         func() { place.done(); close(c.gone) },
 	}, log)
 	return c, nil
 }

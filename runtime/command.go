@@ -78,7 +78,7 @@ func (rt *Runtime) RunCommand(ctx context.Context, path string, cmd Command) (*C
 		return nil, err
 	}
 	defer compiled.Close(ctx)
-	if err := initialMemoryFits(compiled, lim.Memory); err != nil {
+	if err := initialMemoryFits(initialMemory(compiled), lim.Memory); err != nil {
 		return nil, err
 	}
 	mounts, err := fsmount.Open(cmd.Mounts)

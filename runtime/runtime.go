@@ -223,8 +223,16 @@ type Checked struct {
 
 	metered  []byte // the module with fuel metering injected: what runs
 	compiled wazero.CompiledModule
-	code     *codeRefs
-	closed   sync.Once
+	// initialMemory is initialMemory(compiled), which every call checks
+	// against its limit.
+	initialMemory uint64
+	code          *codeRefs
+	closed        sync.Once
+}
+
+// newChecked holds the first reference to compiled.
+func newChecked(src *Source, hash [sha256.Size]byte, metered []byte, compiled wazero.CompiledModule) *Checked {
+	return &Checked{Source: src, Hash: hash, metered: metered, compiled: compiled, initialMemory: initialMemory(compiled), code: newCodeRefs(compiled)}
 }
 
 // Close releases this holder's reference to the compiled code.
@@ -302,7 +310,7 @@ func (rt *Runtime) check(ctx context.Context, src *Source) (*Checked, error) {
 		compiled.Close(context.WithoutCancel(ctx))
 		return nil, err
 	}
-	c := &Checked{Source: src, Hash: sha256.Sum256(src.Module), metered: metered, compiled: compiled, code: newCodeRefs(compiled)}
+	c := newChecked(src, sha256.Sum256(src.Module), metered, compiled)
 	if err := rt.meterings.record(c.Hash, fuel.MeteringVersion, sha256.Sum256(metered)); err != nil {
 		rt.log.Warn("cannot record the module's metering; opening its artifact will meter it again", zap.Error(err))
 	}

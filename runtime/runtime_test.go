@@ -562,16 +562,56 @@ func TestToolchainPackages(t *testing.T) {
 }
 
 // A call may run under a lower memory limit than the upload was checked
-// with; an initial memory over it is out_of_memory, not a host panic.
+// with; an initial memory over it is out_of_memory, not a host panic, for
+// a package loaded and for one opened from its artifact alike.
 func TestInitialMemoryOverTheCallLimit(t *testing.T) {
 	t.Parallel()
 	rt := newRuntime(t, nil)
+	dir := makePackage(t, testguest.Go(t, guests+"greet"), nil)
+	loaded := load(t, rt, dir)
+	store := t.TempDir()
+	if err := loaded.Artifact().Save(store); err != nil {
+		t.Fatal(err)
+	}
+	a, err := ReadArtifact(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opened, err := rt.Open(context.Background(), a, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer opened.Close(context.Background())
+	for name, pkg := range map[string]*Package{"loaded": loaded, "opened": opened} {
+		lim := limits.Default()
+		lim.Memory = limits.WasmPageSize
+		res := call(t, pkg, CallRequest{Tool: "greet", Arguments: json.RawMessage(`{"name":"Ada"}`), Limits: &lim})
+		if res.Crash == nil || res.Crash.Reason != CrashOutOfMemory || !strings.Contains(res.Crash.Message, "initial memory") {
+			t.Errorf("%s: crash %+v, want out_of_memory for the initial memory", name, res.Crash)
+		}
+		if res := call(t, pkg, CallRequest{Tool: "greet", Arguments: json.RawMessage(`{"name":"Ada"}`)}); res.Outcome != OutcomeOK {
+			t.Errorf("%s: under the default limit: %s %+v", name, res.Outcome, res.Crash)
+		}
+	}
+}
+
+// The initial memory check is what keeps wazero from being handed a
+// memory it cannot have; without it (a Checked that lost its figure), the
+// instance still ends as out_of_memory, neither hanging the call nor
+// panicking the host.
+func TestRefusedInitialMemoryIsOutOfMemoryWithoutTheCheck(t *testing.T) {
+	t.Parallel()
+	rt := newRuntime(t, nil)
 	pkg := load(t, rt, makePackage(t, testguest.Go(t, guests+"greet"), nil))
+	pkg.checked.initialMemory = 0 // as if the module needed none
 	lim := limits.Default()
 	lim.Memory = limits.WasmPageSize
 	res := call(t, pkg, CallRequest{Tool: "greet", Arguments: json.RawMessage(`{"name":"Ada"}`), Limits: &lim})
 	if res.Crash == nil || res.Crash.Reason != CrashOutOfMemory {
 		t.Fatalf("crash %+v, want out_of_memory", res.Crash)
+	}
+	if res := call(t, pkg, CallRequest{Tool: "greet", Arguments: json.RawMessage(`{"name":"Ada"}`)}); res.Outcome != OutcomeOK {
+		t.Fatalf("the next call: %s %+v", res.Outcome, res.Crash)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/sys"
 	"go.uber.org/zap"
@@ -38,12 +39,13 @@ var (
 
 // instanceConfig is everything one instance needs besides the compiled module.
 type instanceConfig struct {
-	compiled wazero.CompiledModule
-	limits   limits.Limits
-	deadline time.Time
-	wasi     wasi.Config
-	http     *subakohttp.Call
-	ended    func() // called once the instance is gone (its memory too); may be nil
+	compiled      wazero.CompiledModule
+	initialMemory uint64 // initialMemory(compiled)
+	limits        limits.Limits
+	deadline      time.Time
+	wasi          wasi.Config
+	http          *subakohttp.Call
+	ended         func() // called once the instance is gone (its memory too); may be nil
 }
 
 // session drives one module instance over stdio: it writes one request at a
@@ -146,7 +148,7 @@ func (rt *Runtime) newSession(parent context.Context, cfg instanceConfig, log *z
 	ictx = experimental.WithMemoryAllocator(ictx, s.memory)
 	ictx = fuel.WithTableBudget(fuel.WithMeter(ictx, s.fuel), s.memory)
 
-	if err := initialMemoryFits(cfg.compiled, lim.Memory); err != nil {
+	if err := initialMemoryFits(cfg.initialMemory, lim.Memory); err != nil {
 		// wazero cannot start an instance whose initial memory the allocator
 		// refuses, so the run ends here, as the module would at its start.
 		s.crash = s.newCrash(CrashOutOfMemory, err.Error())
@@ -231,7 +233,7 @@ func (s *session) logSlowStop() {
 // runInstance instantiates the module (running any start section) and then
 // calls _start. wazero reports exit code 0 as success.
 func (rt *Runtime) runInstance(ctx context.Context, compiled wazero.CompiledModule) error {
-	mod, err := rt.wz.InstantiateModule(ctx, compiled, rt.modConfig)
+	mod, err := rt.instantiate(ctx, compiled)
 	if err != nil {
 		return err
 	}
@@ -249,6 +251,23 @@ func (rt *Runtime) runInstance(ctx context.Context, compiled wazero.CompiledModu
 		return nil
 	}
 	return err
+}
+
+// instantiate is wazero's InstantiateModule with its panics turned into
+// errors. wazero panics when the memory allocator refuses a module's
+// initial memory (an allocation it does not expect to fail), and a panic
+// here would end the host process (discovery runs its instance on a
+// goroutine of its own) or leave the caller waiting for an end that never
+// comes. Sessions check the initial memory against the limit first
+// (initialMemoryFits); this is the backstop. The allocator has recorded
+// the refusal, so the end is out_of_memory.
+func (rt *Runtime) instantiate(ctx context.Context, compiled wazero.CompiledModule) (mod api.Module, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			mod, err = nil, fmt.Errorf("the module could not be instantiated: %v", r)
+		}
+	}()
+	return rt.wz.InstantiateModule(ctx, compiled, rt.modConfig)
 }
 
 // request sends one request and waits for its response. A nil *Crash means
@@ -651,13 +670,23 @@ func errMessage(err error) string {
 	return err.Error()
 }
 
-// initialMemoryFits reports whether the module's initial memory fits the
-// limit. A call may run under a lower limit than the one checked at upload.
-func initialMemoryFits(compiled wazero.CompiledModule, limit int64) error {
+// initialMemory is the largest initial size of the module's memories, in
+// bytes. wazero builds the list of memories anew at every ask, so a
+// Checked asks once, not every call.
+func initialMemory(compiled wazero.CompiledModule) uint64 {
+	var most uint64
 	for _, m := range compiled.ExportedMemories() {
-		if need := uint64(m.Min()) * uint64(limits.WasmPageSize); need > uint64(limit) {
-			return fmt.Errorf("the module's initial memory of %s is over the memory limit of %s", limits.FormatSize(int64(need)), limits.FormatSize(limit))
-		}
+		most = max(most, uint64(m.Min())*uint64(limits.WasmPageSize))
+	}
+	return most
+}
+
+// initialMemoryFits reports whether a module's initial memory of need bytes
+// fits the limit. A call may run under a lower limit than the one checked
+// at upload.
+func initialMemoryFits(need uint64, limit int64) error {
+	if need > uint64(limit) {
+		return fmt.Errorf("the module's initial memory of %s is over the memory limit of %s", limits.FormatSize(int64(need)), limits.FormatSize(limit))
 	}
 	return nil
 }
