@@ -137,9 +137,25 @@ func scaleOf(ctx context.Context, o options, t *table, rt *runtime.Runtime, name
 		total[side][n] = total[side][n].then(m)
 	}
 	for r := 0; r < o.scaleRounds; r++ {
-		for _, procs := range []int{1, 2} {
-			goruntime.GOMAXPROCS(procs)
-			for _, side := range sides {
+		// Which setting goes first alternates, so neither is always the
+		// one that follows the other side's rounds.
+		order := []int{1, 2}
+		if r%2 == 1 {
+			order = []int{2, 1}
+		}
+		for _, side := range sides {
+			// A side's rounds run together, after an untimed warm-up of
+			// its own calls: the runtime's rounds must not pay for
+			// sweeping and returning the bare floor's garbage (its linear
+			// memories are Go slices, about six times the bytes a
+			// runtime call allocates), nor the floor's for the runtime's.
+			goruntime.GOMAXPROCS(order[0])
+			goruntime.GC()
+			if _, err := callRate(ctx, side.once, o.scaleCallers, o.scaleRound/2); err != nil {
+				return fmt.Errorf("%s: %w", side.name, err)
+			}
+			for _, procs := range order {
+				goruntime.GOMAXPROCS(procs)
 				m, err := callRate(ctx, side.once, o.scaleCallers, o.scaleRound)
 				if err != nil {
 					return fmt.Errorf("%s: %w", side.name, err)
@@ -148,7 +164,7 @@ func scaleOf(ctx context.Context, o options, t *table, rt *runtime.Runtime, name
 				keep(side.name, procs, m)
 			}
 		}
-		for n := 1; n <= len(kids); n++ {
+		for _, n := range order[:len(kids)] {
 			m, err := scaleRound(kids[:n])
 			if err != nil {
 				return fmt.Errorf("machine control: %w", err)
