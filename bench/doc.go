@@ -35,7 +35,7 @@
 // Measurements of a pair are interleaved, so load that comes and goes on the
 // machine hits both sides alike; in-process sides that allocate differently
 // (the runner and the bare floor) run in blocks, each after its own
-// warm-up, so neither pays for the other's garbage. Every loop is bounded in count and in time,
-// and the only network traffic is on loopback. Run it from the module root:
+// warm-up, so neither pays for the other's garbage. Every loop is bounded
+// in count and in time, and the only network traffic is on loopback. Run it from the module root:
 // it reads testdata/ and builds the Go guests with internal/testguest.
 package main
