@@ -24,19 +24,7 @@ func TestArtifactRoundTrip(t *testing.T) {
 	rt := newRuntime(t, nil)
 	dir := makePackage(t, testguest.Go(t, guests+"greet"), map[string]string{"assets/greeting.txt": "Ahoy"})
 	pkg := load(t, rt, dir)
-	store := t.TempDir()
-	if err := pkg.Artifact().Save(store); err != nil {
-		t.Fatal(err)
-	}
-	a, err := ReadArtifact(store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opened, err := rt.Open(context.Background(), a, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer opened.Close(context.Background())
+	opened := reopen(t, rt, pkg, dir)
 	if got, want := fmt.Sprint(opened.toolNames()), fmt.Sprint(pkg.toolNames()); got != want {
 		t.Fatalf("tools %s, want %s", got, want)
 	}
@@ -50,6 +38,26 @@ func TestArtifactRoundTrip(t *testing.T) {
 	if _, err := opened.Call(context.Background(), CallRequest{Tool: "nope"}); err == nil {
 		t.Error("the opened package accepted an unknown tool")
 	}
+}
+
+// reopen saves pkg's artifact and opens the package at dir from it, as a
+// backend does after a restart; the opened Package closes with the test.
+func reopen(t *testing.T, rt *Runtime, pkg *Package, dir string) *Package {
+	t.Helper()
+	store := t.TempDir()
+	if err := pkg.Artifact().Save(store); err != nil {
+		t.Fatal(err)
+	}
+	a, err := ReadArtifact(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opened, err := rt.Open(context.Background(), a, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { opened.Close(context.Background()) })
+	return opened
 }
 
 func TestArtifactRefusesChangedPackageOrStore(t *testing.T) {

@@ -569,19 +569,7 @@ func TestInitialMemoryOverTheCallLimit(t *testing.T) {
 	rt := newRuntime(t, nil)
 	dir := makePackage(t, testguest.Go(t, guests+"greet"), nil)
 	loaded := load(t, rt, dir)
-	store := t.TempDir()
-	if err := loaded.Artifact().Save(store); err != nil {
-		t.Fatal(err)
-	}
-	a, err := ReadArtifact(store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opened, err := rt.Open(context.Background(), a, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer opened.Close(context.Background())
+	opened := reopen(t, rt, loaded, dir)
 	for name, pkg := range map[string]*Package{"loaded": loaded, "opened": opened} {
 		lim := limits.Default()
 		lim.Memory = limits.WasmPageSize
