@@ -43,6 +43,9 @@ func newCallCmd(a *app) *cobra.Command {
 			if err != nil {
 				return usageErr(cmd, "%v", err)
 			}
+			if err := argsError(arguments); err != nil {
+				return usageErr(cmd, "%v", err)
+			}
 			req, err := c.request(a.e, args[1], arguments)
 			if err != nil {
 				return usageErr(cmd, "%v", err)
@@ -77,6 +80,11 @@ func runCall(ctx context.Context, e *env, h *hostFlags, c *callFlags, path strin
 		return reportPackageError(ctx, e, h, err)
 	}
 	defer pkg.Close(ctx)
+	if tool, ok := pkg.Tool(req.Tool); ok {
+		if w := schemaWarning(tool, req.Arguments); w != "" {
+			fmt.Fprintln(e.stderr, w)
+		}
+	}
 
 	if c.volumes.keepTmp && req.Tmp == "" {
 		// The runtime removes the directories it makes when it closes; a
@@ -108,6 +116,11 @@ func runCall(ctx context.Context, e *env, h *hostFlags, c *callFlags, path strin
 		}
 	}
 
+	if res.Outcome == runtime.OutcomeCrashed {
+		if hint := limitHint(&c.limits, *req.Limits, res.Crash.Reason); hint != "" {
+			fmt.Fprintln(e.stderr, hint)
+		}
+	}
 	code := exitOK
 	switch res.Outcome {
 	case runtime.OutcomeToolError:

@@ -55,7 +55,7 @@ func newRootCmd(ctx context.Context, e *env) *cobra.Command {
 	root.SetErr(e.stderr)
 	root.SetIn(e.stdin)
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
-		return &usageError{cmd: cmd.CommandPath(), msg: flagErrorText(err)}
+		return &usageError{cmd: cmd.CommandPath(), msg: flagErrorText(err) + flagSuggestion(cmd, err)}
 	})
 	root.CompletionOptions.HiddenDefaultCmd = false
 	for _, newCmd := range commandConstructors() {
