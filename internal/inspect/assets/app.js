@@ -262,7 +262,7 @@ function selectTool(t) {
   const callBtn = h("button", { type: "button", id: "call", class: "primary", onclick: () => doCall(t.name, raw, err, force.checked) }, "Call");
   const detail = document.getElementById("tool-detail");
   fill(detail, 
-    h("h2", {}, t.title || t.name, " ", h("code", {}, t.name)),
+    h("h2", {}, t.title && t.title !== t.name ? [t.title, " ", h("code", {}, t.name)] : h("code", {}, t.name)),
     t.description ? h("p", {}, t.description) : null,
     h("div", { class: "editor" },
       h("form", { id: "args-form", "aria-label": `arguments of ${t.name}`, onsubmit: (e) => { e.preventDefault(); callBtn.click(); } }, h("h3", {}, "Arguments"), form.el),
