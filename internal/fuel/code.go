@@ -35,7 +35,7 @@ func (rw *rewriter) code(sizeHint int) ([]byte, error) {
 			return nil, fmt.Errorf("fuel: function %d: %w", int(rw.nImpFuncs)+i, err)
 		}
 		fr.local, fr.checkEntry, fr.usedTemp = hasLoop, hasCall, false
-		fr.fuelLocal, fr.temp = uint32(nLocals), uint32(nLocals)
+		fr.nLocals, fr.fuelLocal, fr.temp = uint32(nLocals), uint32(nLocals), uint32(nLocals)
 		if fr.local {
 			fr.temp++
 		}
@@ -45,13 +45,13 @@ func (rw *rewriter) code(sizeHint int) ([]byte, error) {
 			return nil, fmt.Errorf("fuel: function %d: %w", int(rw.nImpFuncs)+i, err)
 		}
 		// The locals: copied verbatim, plus the i64 counter cache and the
-		// i32 temporary of size-charged instructions when used.
+		// two i32 temporaries of size-charged instructions when used.
 		extra = extra[:0]
 		if fr.local {
 			extra = append(extra, wasmbin.I64)
 		}
 		if fr.usedTemp {
-			extra = append(extra, wasmbin.I32)
+			extra = append(extra, wasmbin.I32, wasmbin.I32)
 		}
 		extra = append(extra, fr.refLocals...)
 		locals := code.Body[:code.ExprOffset-code.BodyOffset]
@@ -129,11 +129,12 @@ type funcRewriter struct {
 	// local: the counter is cached in local fuelLocal (see reload and
 	// writeback).
 	local     bool
+	nLocals   uint32 // the function's own parameters and locals
 	fuelLocal uint32
-	temp      uint32 // index of the i32 temporary
+	temp      uint32 // index of the first i32 temporary; the second is temp+1
 	usedTemp  bool
 	// refLocals are the types of the reference temporaries table.grow
-	// needs, one per element type, declared after temp.
+	// needs, one per element type, declared after the temporaries.
 	refLocals []wasmbin.ValType
 	ctrl      []frame // the open blocks, innermost last
 	// deadDepth is len(ctrl) where the current dead stretch began.
@@ -211,6 +212,9 @@ func (fr *funcRewriter) body(code *wasmbin.Code) ([]byte, error) {
 			if errors.Is(err, io.EOF) {
 				break
 			}
+			return nil, err
+		}
+		if err := fr.checkIndices(in); err != nil { // dead code must be valid too
 			return nil, err
 		}
 		// The block structure is tracked in dead code too.
@@ -336,17 +340,13 @@ func (fr *funcRewriter) body(code *wasmbin.Code) ([]byte, error) {
 				fr.seg = fr.reload(fr.seg)
 			}
 		case wasmbin.OpMemoryGrow:
-			fr.dynamic(pageShift, true)
-			fr.copy(expr)
+			fr.grown(pageShift, func() { fr.copy(expr) })
 		case wasmbin.OpMemoryFill, wasmbin.OpMemoryCopy, wasmbin.OpMemoryInit:
-			fr.dynamic(bulkShift, false)
-			fr.copy(expr)
+			fr.done(bulkShift, func() { fr.copy(expr) })
 		case wasmbin.OpTableGrow:
-			fr.dynamic(0, true)
-			fr.tableGrow(in.Index)
+			fr.grown(0, func() { fr.tableGrow(in.Index) })
 		case wasmbin.OpTableFill, wasmbin.OpTableCopy, wasmbin.OpTableInit:
-			fr.dynamic(0, true)
-			fr.copy(expr)
+			fr.done(0, func() { fr.copy(expr) })
 		default:
 			fr.copy(expr)
 		}
@@ -442,10 +442,11 @@ func (fr *funcRewriter) store(b []byte) []byte {
 }
 
 // settle appends, after the new counter value pushed on the stack, its
-// store and the overdraft check: if the counter went negative, hand it to
-// refuel and store what comes back.
+// store and the overdraft check: if the counter went negative, or the host
+// set the stop flag S (negative too, so one OR tests both), hand the
+// counter to refuel and store what comes back.
 //
-//	<set>; <get>; i64.const 0; i64.ge_s; if; else; <get>; call refuel; <set>; end
+//	<set>; <get>; global.get S; i64.or; i64.const 0; i64.ge_s; if; else; <get>; call refuel; <set>; end
 //
 // The empty then arm is deliberate: wazero lays the then arm out as the
 // fall-through, so the common case runs straight on and the refuel call is
@@ -458,7 +459,10 @@ func (fr *funcRewriter) settle(b []byte) []byte {
 // check appends the overdraft check alone (the second half of settle).
 func (fr *funcRewriter) check(b []byte) []byte {
 	b = fr.getCounter(b)
-	b = append(b, 0x42, 0x00, 0x59, 0x04, 0x40, 0x05)
+	b = append(b, 0x23)
+	b = wasmbin.AppendU32(b, fr.rw.stop)
+	b = append(b, 0x84)                               // i64.or
+	b = append(b, 0x42, 0x00, 0x59, 0x04, 0x40, 0x05) // i64.const 0; i64.ge_s; if; else
 	b = fr.getCounter(b)
 	b = append(b, 0x10)
 	b = wasmbin.AppendU32(b, fr.rw.refuel)
@@ -580,35 +584,99 @@ func (fr *funcRewriter) tableGrow(x uint32) {
 func (fr *funcRewriter) refLocal(t wasmbin.ValType) uint32 {
 	for i, u := range fr.refLocals {
 		if u == t {
-			return fr.temp + 1 + uint32(i)
+			return fr.temp + 2 + uint32(i)
 		}
 	}
 	fr.refLocals = append(fr.refLocals, t)
-	return fr.temp + uint32(len(fr.refLocals))
+	return fr.temp + 1 + uint32(len(fr.refLocals))
 }
 
-// dynamic appends, before a size-dependent instruction whose i32 size
-// operand is on top of the stack, a charge of size<<shift (grow) or
-// size>>shift (bulk copies). The operand stays on the stack.
+// done appends a size-dependent instruction whose i32 size operand is
+// on top of the stack (memory.fill/copy/init, table.fill/copy/init),
+// emitted by op, followed by a charge of size>>shift. The charge comes
+// after the work: an instruction that traps (out of bounds) did no work
+// and ends the instance anyway, so the guest pays for what ran, never for
+// what it asked for, and a huge size cannot buy a huge refill slice.
 //
-//	local.tee t; <get>; local.get t; i64.extend_i32_u;
-//	[i64.const shift; i64.shl|i64.shr_u]; i64.sub; settle
-func (fr *funcRewriter) dynamic(shift int, left bool) {
+//	local.tee t; <op>; <get>; local.get t; i64.extend_i32_u;
+//	[i64.const shift; i64.shr_u]; i64.sub; settle
+func (fr *funcRewriter) done(shift int, op func()) {
 	fr.usedTemp = true
-	b := append(fr.seg, 0x22)
-	b = wasmbin.AppendU32(b, fr.temp)
-	b = fr.getCounter(b)
+	fr.seg = append(fr.seg, 0x22)
+	fr.seg = wasmbin.AppendU32(fr.seg, fr.temp)
+	op()
+	b := fr.getCounter(fr.seg)
 	b = append(b, 0x20)
 	b = wasmbin.AppendU32(b, fr.temp)
 	b = append(b, 0xad) // i64.extend_i32_u
 	if shift != 0 {
-		b = append(b, 0x42, byte(shift))
-		if left {
-			b = append(b, 0x86) // i64.shl
-		} else {
-			b = append(b, 0x88) // i64.shr_u
-		}
+		b = append(b, 0x42, byte(shift), 0x88) // i64.const shift; i64.shr_u
 	}
-	b = append(b, 0x7d)
+	b = append(b, 0x7d) // i64.sub
 	fr.seg = fr.settle(b)
+}
+
+// grown appends a growth (memory.grow, or table.grow behind the host's
+// permission) whose i32 delta is on top of the stack, emitted by op,
+// followed by a charge of delta<<shift only if it grew: a refused growth
+// did no work and costs only its instruction. The result stays on the
+// stack.
+//
+//	local.tee t; <op>; local.set t2; <get>; local.get t; i32.const 0;
+//	local.get t2; i32.const -1; i32.ne; select; i64.extend_i32_u;
+//	[i64.const shift; i64.shl]; i64.sub; settle; local.get t2
+func (fr *funcRewriter) grown(shift int, op func()) {
+	fr.usedTemp = true
+	fr.seg = append(fr.seg, 0x22)
+	fr.seg = wasmbin.AppendU32(fr.seg, fr.temp)
+	op()
+	b := append(fr.seg, 0x21) // local.set t2
+	b = wasmbin.AppendU32(b, fr.temp+1)
+	b = fr.getCounter(b)
+	b = append(b, 0x20)
+	b = wasmbin.AppendU32(b, fr.temp)
+	b = append(b, 0x41, 0x00, 0x20) // i32.const 0; local.get t2
+	b = wasmbin.AppendU32(b, fr.temp+1)
+	b = append(b, 0x41, 0x7f, 0x47, 0x1b, 0xad) // i32.const -1; i32.ne; select; i64.extend_i32_u
+	if shift != 0 {
+		b = append(b, 0x42, byte(shift), 0x86) // i64.const shift; i64.shl
+	}
+	b = append(b, 0x7d) // i64.sub
+	b = fr.settle(b)
+	b = append(b, 0x20)
+	fr.seg = wasmbin.AppendU32(b, fr.temp+1)
+}
+
+// checkIndices refuses an instruction that names a local, global or type
+// index past the module's own: the rewrite appends a local to the
+// function and globals and types to the module, and would otherwise give
+// such an index a meaning (a module as uploaded that sets "local 1" in a
+// function of one local would be setting the meter's counter).
+func (fr *funcRewriter) checkIndices(in *wasmbin.Instr) error {
+	var kind, owner string
+	var idx, n uint64
+	switch in.Op {
+	case wasmbin.OpLocalGet, wasmbin.OpLocalSet, wasmbin.OpLocalTee:
+		kind, owner, idx, n = "local", "the function has", uint64(in.Index), uint64(fr.nLocals)
+	case wasmbin.OpGlobalGet, wasmbin.OpGlobalSet:
+		kind, owner, idx, n = "global", "the module has", uint64(in.Index), uint64(fr.rw.counter)
+	case wasmbin.OpCallIndirect, wasmbin.OpReturnCallIndirect, wasmbin.OpCallRef, wasmbin.OpReturnCallRef:
+		kind, owner, idx, n = "type", "the module has", uint64(in.Index), uint64(fr.rw.nTypes)
+	case wasmbin.OpBlock, wasmbin.OpLoop, wasmbin.OpIf, wasmbin.OpTry, wasmbin.OpTryTable:
+		if in.Block < 0 {
+			return nil
+		}
+		kind, owner, idx, n = "type", "the module has", uint64(in.Block), uint64(fr.rw.nTypes)
+	case wasmbin.OpRefNull:
+		if in.HeapType < 0 {
+			return nil
+		}
+		kind, owner, idx, n = "type", "the module has", uint64(in.HeapType), uint64(fr.rw.nTypes)
+	default:
+		return nil
+	}
+	if idx < n {
+		return nil
+	}
+	return fmt.Errorf("%w: %s at offset %d uses %s index %d, but %s %d", ErrIndex, in.Op, in.Offset, kind, idx, owner, n)
 }

@@ -98,7 +98,8 @@ func TestFuelCountsAreExact(t *testing.T) {
 		{"br_table far past the labels", "brtable", []uint64{1 << 31}, 4},
 		{"memory.grow by nothing", "grow", []uint64{0}, 3},
 		{"memory.grow by two pages", "grow", []uint64{2}, 3 + 2*PageCost},
-		{"a failing memory.grow is charged too", "grow", []uint64{1000}, 3 + 1000*PageCost},
+		{"a failing memory.grow costs only its instructions", "grow", []uint64{1000}, 3},
+		{"memory.grow(-1) fails for its instructions alone", "grow", []uint64{0xffffffff}, 3},
 		{"memory.fill of zero bytes", "fill", []uint64{0}, 5},
 		{"memory.fill of 100 bytes", "fill", []uint64{100}, 5 + 100/BulkBytesPerFuel},
 		{"memory.copy of 1000 bytes", "copy", []uint64{1000}, 5 + 1000/BulkBytesPerFuel},
@@ -177,19 +178,24 @@ func TestBudgetIsExact(t *testing.T) {
 }
 
 func TestLargeDeficitIsCoveredAndCounted(t *testing.T) {
-	// A failing grow of 60000 pages charges 245 million at once, far more
-	// than a slice: unlimited metering must cover it, and a budget must not.
+	// A grow of 99 pages charges 405,504 at once, after it grew: past a
+	// budget set just below, the instance is out of fuel, and unlimited
+	// metering covers it. counts.wasm's memory is (memory 1 100).
 	ctx := context.Background()
 	r := meteredRuntime(t, ctx)
 	cm := instrumentAndCompile(t, ctx, r, readFixture(t, "counts.wasm"))
-	want := uint64(3 + 60000*PageCost)
-	m, err := run(t, ctx, r, cm, 0, "grow", 60000)
+	want := uint64(3 + 99*PageCost)
+	m, err := run(t, ctx, r, cm, 0, "grow", 99)
 	if err != nil || m.Used() != want {
 		t.Fatalf("unlimited: Used() = %d, err %v; want %d", m.Used(), err, want)
 	}
-	m, err = run(t, ctx, r, cm, want-1, "grow", 60000)
+	m, err = run(t, ctx, r, cm, want-1, "grow", 99)
 	if err == nil || !m.Exhausted() {
 		t.Fatalf("budget %d: err %v, Exhausted %v; want out of fuel", want-1, err, m.Exhausted())
+	}
+	m, err = run(t, ctx, r, cm, want, "grow", 99)
+	if err != nil || m.Exhausted() {
+		t.Fatalf("budget %d (exactly the cost): err %v, Exhausted %v; want success", want, err, m.Exhausted())
 	}
 }
 

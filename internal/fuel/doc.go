@@ -12,6 +12,16 @@
 // else arm, the code after a loop's back-edge br_if, and the code after
 // the end of a block that something branches to.
 //
+// The stop flag: Instrument appends a second mutable i64 global, exported
+// as subako_fuel_stop, that only the host writes (no instruction of the
+// module as uploaded can name it: Instrument refuses local, global and type
+// indices past the module's own, ErrIndex). Every check tests
+// counter|stop >= 0, and the Meter sets the flag negative when the
+// instance's context ends (deadline or cancellation), so a guest whose
+// fuel accounting was fooled still enters refuel at its next check, where
+// the host ends it. Fuel is the first line of the time limit, the flag the
+// second; each alone stops a runaway guest.
+//
 // The counter is checked only where a guest could otherwise run forever:
 // at loop headers and at the entries of functions that make calls (every
 // unbounded execution repeats one or the other). A check whose segment runs
@@ -40,8 +50,12 @@
 //   - instructions after an unconditional branch, up to the end or else
 //     of their block, are dead and cost nothing;
 //   - memory.fill, memory.copy and memory.init cost 1 more per
-//     BulkBytesPerFuel bytes, memory.grow PageCost per page requested
-//     (even when it fails), the table bulk instructions 1 per element;
+//     BulkBytesPerFuel bytes, the table bulk instructions 1 per element,
+//     charged after they ran (one that traps did no work and ends the
+//     instance); memory.grow costs PageCost per page and table.grow 1 per
+//     element only when the growth happened: a refused growth did no work,
+//     and charging what it asked for let a guest buy seconds of fuel for
+//     microseconds of time;
 //   - a direct call of an imported (host) function costs ImportCallCost
 //     more.
 //

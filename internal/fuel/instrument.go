@@ -23,6 +23,13 @@ const (
 	// left in the current slice (it starts at 0, so the first charge
 	// refuels).
 	CounterExport = "subako_fuel_counter"
+	// StopExport names the exported mutable i64 global the host sets
+	// negative (StopValue) when the instance's context ends. Every check
+	// of the counter ORs it in, so a guest whose fuel accounting was
+	// fooled still enters refuel, where the host ends it: the deadline's
+	// second line, owned by the host (no instruction of the module as
+	// uploaded can name it; see checkIndices).
+	StopExport = "subako_fuel_stop"
 	// GrowTableName names the second injected import, of type
 	// (i32 table, i32 size, i32 delta) -> i32, added only to modules that
 	// use table.grow: every table.grow asks it first and, when it returns
@@ -61,6 +68,11 @@ var (
 	// ErrUnsupported: the module uses a feature the rewriter does not
 	// meter (64-bit memories or tables), none of which wazero runs either.
 	ErrUnsupported = errors.New("fuel: unsupported module feature")
+	// ErrIndex: an instruction names a local, global or type past the
+	// module's own. Such a module is invalid as uploaded, and the rewrite,
+	// which appends a local, globals and types, must not make it valid by
+	// giving that index a meaning (the meter's own counter or stop flag).
+	ErrIndex = errors.New("fuel: index out of range")
 )
 
 // importType is the signature of an injected import, from the table the
@@ -79,8 +91,10 @@ func importType(name string) wasmbin.FuncType {
 
 // Instrument returns a copy of the module wasm with fuel metering injected
 // (see the package doc). It does not type-check: a module wazero would
-// reject may still be rewritten, and is still rejected after. The input is
-// not modified.
+// reject may still be rewritten, and is still rejected after. It does
+// check every local, global and type index against the module's own
+// (ErrIndex), the indices the rewrite makes room for, so that no invalid
+// module becomes valid by being metered. The input is not modified.
 func Instrument(wasm []byte) ([]byte, error) {
 	m, err := wasmbin.Decode(wasm)
 	if err != nil {
@@ -95,7 +109,7 @@ func Instrument(wasm []byte) ([]byte, error) {
 		}
 	}
 	for _, e := range m.Exports {
-		if e.Name == CounterExport {
+		if e.Name == CounterExport || e.Name == StopExport {
 			return nil, ErrInstrumented
 		}
 	}
@@ -113,6 +127,8 @@ func Instrument(wasm []byte) ([]byte, error) {
 	rw := &rewriter{m: m, nImpFuncs: uint32(m.NumImported(wasmbin.KindFunc)), added: 1}
 	rw.refuel = rw.nImpFuncs
 	rw.counter = uint32(m.NumImported(wasmbin.KindGlobal) + len(m.Globals))
+	rw.stop = rw.counter + 1
+	rw.nTypes = uint32(len(m.Types))
 	rw.refuelType = rw.typeIndex(importType(ImportName))
 	if c, ok := joinData(m); ok {
 		rw.data = c
@@ -190,7 +206,9 @@ type rewriter struct {
 	added         uint32
 	refuel        uint32 // function index of the import
 	growTable     uint32 // function index of grow_table, when added
-	counter       uint32 // global index of the counter
+	counter       uint32 // global index of the counter; the module's own globals are those below it
+	stop          uint32 // global index of the stop flag (counter+1)
+	nTypes        uint32 // the module's own types; the rewriter's come after
 	refuelType    uint32
 	growTableType uint32
 	newTypes      []wasmbin.FuncType // appended to the type section
@@ -299,15 +317,17 @@ func (rw *rewriter) content(id wasmbin.SectionID, old []byte) []byte {
 		}
 	case wasmbin.SectionGlobal:
 		// Initialisers may hold ref.func, so globals are re-emitted.
-		c = wasmbin.AppendU32(make([]byte, 0, len(old)+8), uint32(len(m.Globals)+1))
+		c = wasmbin.AppendU32(make([]byte, 0, len(old)+8), uint32(len(m.Globals)+2))
 		for _, g := range m.Globals {
 			c = wasmbin.AppendGlobalType(c, g.Type)
 			c = rw.constExpr(c, g.Init.Bytes)
 		}
-		c = wasmbin.AppendGlobalType(c, wasmbin.GlobalType{Type: wasmbin.I64, Mutable: true})
-		c = append(c, 0x42, 0x00, 0x0b) // i64.const 0 end
+		for range 2 { // the counter and the stop flag
+			c = wasmbin.AppendGlobalType(c, wasmbin.GlobalType{Type: wasmbin.I64, Mutable: true})
+			c = append(c, 0x42, 0x00, 0x0b) // i64.const 0 end
+		}
 	case wasmbin.SectionExport:
-		c = wasmbin.AppendU32(make([]byte, 0, len(old)+32), uint32(len(m.Exports)+1))
+		c = wasmbin.AppendU32(make([]byte, 0, len(old)+32), uint32(len(m.Exports)+2))
 		for _, e := range m.Exports {
 			if e.Kind == wasmbin.KindFunc {
 				e.Index = rw.fn(e.Index)
@@ -315,6 +335,7 @@ func (rw *rewriter) content(id wasmbin.SectionID, old []byte) []byte {
 			c = wasmbin.AppendExport(c, e)
 		}
 		c = wasmbin.AppendExport(c, wasmbin.Export{Name: CounterExport, Kind: wasmbin.KindGlobal, Index: rw.counter})
+		c = wasmbin.AppendExport(c, wasmbin.Export{Name: StopExport, Kind: wasmbin.KindGlobal, Index: rw.stop})
 	}
 	return c
 }

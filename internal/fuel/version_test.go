@@ -35,6 +35,10 @@ var meteringHistory = map[int]string{
 	2: "f73f5a2a4110dfc4278b03aa11a7dd9ebfaed8d5a79339e6d50ef7030b9a6033",
 	// 3: runs of data segments a few zero bytes apart are joined (data.go).
 	3: "f3ea0f3aaf1c71d2043d1d623d90dd18d6d45eac5c3f20bcadf8508b49fa858d",
+	// 4: every check also tests the host's stop flag (a second exported
+	// global); growths are charged after they succeed and bulk
+	// instructions after they ran, for what they did.
+	4: "0629bf265b448613e4d569bf891821788f3b7c30378da9a8139a57ede4c8b569",
 }
 
 // TestMeteringVersionPinsOutput fails when Instrument's output changes
