@@ -39,7 +39,7 @@ func nodeClients(t *testing.T) string {
 	case err != nil:
 		why = "node is not on PATH"
 	default:
-		for _, pkg := range []string{"@modelcontextprotocol/sdk", "@modelcontextprotocol/inspector-cli"} {
+		for _, pkg := range []string{"@modelcontextprotocol/sdk", "@modelcontextprotocol/inspector-cli", "@modelcontextprotocol/conformance"} {
 			if _, err := os.Stat(filepath.Join(mcpClients, "node_modules", pkg, "package.json")); err != nil {
 				why = fmt.Sprintf("%s is not installed in testdata/mcp: `npm ci` did not run or failed there (run `make mcp-clients`)", pkg)
 				break
@@ -317,6 +317,48 @@ func TestMCPThroughTypeScriptSDK(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestMCPConformanceSuite: the official MCP conformance suite
+// (@modelcontextprotocol/conformance, every server scenario) against
+// `mcp --http` serving testdata/mcpconformance, a tools-only package with one
+// tool per tool scenario. The scenarios a stateless tools-only server cannot
+// serve are the suite's baseline (testdata/mcpconformance/expected-failures.yml,
+// each explained there); the suite fails on any other failure, and on a
+// baseline entry that passes.
+func TestMCPConformanceSuite(t *testing.T) {
+	node := nodeClients(t)
+	bin := runnerBinary(t)
+	module := testguest.Go(t, "../../testdata/mcpconformance")
+	baseline, _ := filepath.Abs("../../testdata/mcpconformance/expected-failures.yml")
+	srv := startHTTP(t, bin, module)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "node_modules/@modelcontextprotocol/conformance/dist/index.js", "server",
+		"--url", srv.url, "--suite", "all", "--expected-failures", baseline, "--output-dir", t.TempDir())
+	cmd.Dir = mcpClients
+	cmd.Env = append(os.Environ(), "NO_COLOR=1")
+	out, err := cmd.CombinedOutput()
+	summary := string(out)
+	if i := strings.Index(summary, "=== SUMMARY ==="); i >= 0 {
+		summary = summary[i:]
+	}
+	if err != nil {
+		t.Fatalf("the conformance suite failed (%v):\n%s\n\nserver log:\n%s", err, summary, srv.log())
+	}
+	if !strings.Contains(summary, "Baseline check passed") {
+		t.Fatalf("the suite did not check its baseline:\n%s", summary)
+	}
+	// The scenarios the issue names as served must have passed, not been
+	// skipped: each one's line reads "✓ NAME: N passed, 0 failed", N > 0.
+	for _, name := range []string{"server-initialize", "ping", "tools-list", "tools-call-simple-text", "tools-call-image",
+		"tools-call-audio", "tools-call-embedded-resource", "tools-call-mixed-content", "tools-call-error",
+		"json-schema-2020-12", "server-sse-multiple-streams", "dns-rebinding-protection"} {
+		if !regexp.MustCompile(`(?m)^\S+ ` + regexp.QuoteMeta(name) + `: [1-9]\d* passed, 0 failed`).MatchString(summary) {
+			t.Errorf("scenario %s did not pass:\n%s", name, summary)
+		}
+	}
+	t.Logf("%s", summary)
 }
 
 // TestMCPClientTimeoutEndsTheInstance: the TypeScript client gives up on a

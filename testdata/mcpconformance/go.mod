@@ -1,0 +1,3 @@
+module subakomcpconformance
+
+go 1.26
