@@ -134,5 +134,6 @@ func commandConstructors() []func(*app) *cobra.Command {
 		newCheckCmd,
 		newRunCmd,
 		newVersionCmd,
+		newInitCmd,
 	}
 }
