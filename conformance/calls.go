@@ -23,7 +23,13 @@ type callRecord struct {
 // call runs one tools/call as the host would in production (fresh
 // /volume/tmp, no network, the call limits) and records it.
 func (r *run) call(ctx context.Context, probe, tool string, args json.RawMessage) (*srt.Result, error) {
-	res, err := r.pkg.Call(ctx, srt.CallRequest{Tool: tool, Arguments: args})
+	return r.callWith(ctx, probe, srt.CallRequest{Tool: tool, Arguments: args})
+}
+
+// callWith is call with the request's network policy (an example's).
+func (r *run) callWith(ctx context.Context, probe string, req srt.CallRequest) (*srt.Result, error) {
+	tool, args := req.Tool, req.Arguments
+	res, err := r.pkg.Call(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -102,7 +108,7 @@ func (r *run) toolProbes(ctx context.Context) []func() {
 		for i, args := range r.opts.Examples[name] {
 			c := r.add(fmt.Sprintf("examples.%s/%d", name, i+1), 6, fmt.Sprintf("example %d of %s", i+1, excerpt(name, 64)))
 			jobs = append(jobs, func() {
-				res, err := r.call(ctx, c.ID, name, args)
+				res, err := r.callWith(ctx, c.ID, srt.CallRequest{Tool: name, Arguments: args, Network: r.opts.ExampleNetwork})
 				if err != nil {
 					r.hostError(err)
 					return

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/subako/subako-runner/hostmod/subakohttp"
 	"github.com/subako/subako-runner/limits"
 	"github.com/subako/subako-runner/protocol"
 	srt "github.com/subako/subako-runner/runtime"
@@ -20,6 +21,11 @@ type Options struct {
 	// Examples maps a tool name to argument objects to call it with; each
 	// call is reported as a check "examples.<tool>/<n>" (n from 1).
 	Examples map[string][]json.RawMessage
+	// ExampleNetwork is the network policy of the example calls (the CLI's
+	// --allow-host, --resolve, --allow-private…), so a tool that fetches
+	// can be judged on a real answer; nil denies every request. The probes
+	// always run without network, as discovery does.
+	ExampleNetwork *subakohttp.Policy
 	// Concurrency bounds how many module instances run at once; 0 means
 	// GOMAXPROCS (at least 2).
 	Concurrency int

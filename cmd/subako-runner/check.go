@@ -15,6 +15,7 @@ import (
 func newCheckCmd(a *app) *cobra.Command {
 	var h hostFlags
 	var l limitFlags
+	var n networkFlags
 	var format, examplesFile string
 	cmd := &cobra.Command{
 		Use:   "check [flags] PACKAGE",
@@ -44,6 +45,12 @@ func newCheckCmd(a *app) *cobra.Command {
 					return usageErr(cmd, "--examples %s: %v", examplesFile, err)
 				}
 			}
+			if n.set() && examplesFile == "" {
+				return usageErr(cmd, "the network flags apply to the --examples calls only (the probes run without network); give --examples FILE")
+			}
+			if opts.ExampleNetwork, err = n.policy(a.e); err != nil {
+				return usageErr(cmd, "%v", err)
+			}
 			lim, err := l.limits()
 			if err != nil {
 				return usageErr(cmd, "%v", err)
@@ -56,6 +63,11 @@ func newCheckCmd(a *app) *cobra.Command {
 	l.register(cmd, "")
 	cmd.Flags().StringVar(&format, "format", "human", "report `FORMAT`: human, json or junit (--json is --format json)")
 	cmd.Flags().StringVar(&examplesFile, "examples", "", "JSON `FILE` mapping tool names to arrays of argument objects to call and report")
+	n.register(cmd)
+	for _, name := range []string{"allow-host", "credential", "resolve", "allow-private"} {
+		f := cmd.Flags().Lookup(name)
+		f.Usage += " (--examples calls only)"
+	}
 	return cmd
 }
 

@@ -1,7 +1,11 @@
 package main
 
 import (
+	"encoding/json"
 	"encoding/xml"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -55,5 +59,53 @@ func TestCheckExitStatusesAndFormats(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// check --examples takes call's network flags, so a tool that fetches is
+// judged on a real answer (issue 28); without them its request is refused.
+func TestCheckExamplesTakeTheNetworkFlags(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("hello from the test server"))
+	}))
+	defer srv.Close()
+	u, _ := url.Parse(srv.URL)
+	pkg := pkgDir(t, "httpprobe", nil)
+	examples := filepath.Join(t.TempDir(), "examples.json")
+	os.WriteFile(examples, []byte(`{"http":[{"request":{"url":"`+srv.URL+`/"}}]}`), 0o644)
+	// The example's check, from the JSON report. (--timeout: httpprobe's
+	// http_raw waits for the deadline on the probes' invalid arguments.)
+	example := func(args ...string) (detail, errOut string) {
+		t.Helper()
+		_, out, errOut := cli(t, "", append([]string{"check", "--json", "--timeout", "3s", "--examples", examples}, append(args, pkg)...)...)
+		var rep struct {
+			Checks []struct{ ID, Status, Detail string }
+		}
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatalf("%v: %v\n%s\n%s", args, err, out, errOut)
+		}
+		for _, c := range rep.Checks {
+			if c.ID == "examples.http/1" {
+				return c.Detail, errOut
+			}
+		}
+		t.Fatalf("%v: no examples.http/1 in\n%s", args, out)
+		return "", ""
+	}
+	detail, errOut := example("--allow-host", u.Host, "--allow-private", "127.0.0.1/32")
+	if !strings.Contains(detail, "hello from the test server") {
+		t.Errorf("with the flags the example did not reach the server: %s", detail)
+	}
+	if !strings.Contains(errOut, "--allow-private lets the module reach 127.0.0.1/32") {
+		t.Errorf("no warning for --allow-private: %q", errOut)
+	}
+	if detail, _ = example(); !strings.Contains(detail, "host_not_allowed") || strings.Contains(detail, "hello from the test server") {
+		t.Errorf("without the flags the request was not refused: %s", detail)
+	}
+	// The probes never get the network: the flags without examples are a
+	// usage error rather than silently unused.
+	code, _, errOut := cli(t, "", "check", "--allow-host", u.Host, pkg)
+	if code != exitUsage || !strings.Contains(errOut, "--examples calls only") {
+		t.Errorf("network flags without --examples: exit %d, %q", code, errOut)
 	}
 }

@@ -195,6 +195,11 @@ func (n *networkFlags) register(cmd *cobra.Command) {
 	fs.Lookup("allow-private").NoOptDefVal = "all"
 }
 
+// set reports whether any network flag was given.
+func (n *networkFlags) set() bool {
+	return len(n.allowHosts)+len(n.credentials)+len(n.resolves) > 0 || n.allowPrivate.set
+}
+
 // policy builds the network policy from the flags, warning on stderr when
 // the destination check is loosened.
 func (n *networkFlags) policy(e *env) (*subakohttp.Policy, error) {
