@@ -460,14 +460,21 @@ func (p *Policy) notAllowed(scheme string, h normHost, port int, redirect bool) 
 	if port != defaultPort(scheme) {
 		target = fmt.Sprintf("%s:%d", target, port)
 	}
+	r := Refusal{Kind: KindHostNotAllowed, Entry: target, Redirect: redirect}
 	if e := p.suffixShadowed(scheme, h, port); e != nil {
 		ps, _ := publicsuffix.PublicSuffix(h.name)
-		return errorf(KindHostNotAllowed, fmt.Sprintf("%s is under the public suffix %q, where anyone can register names, so the allowlist entry %q does not reach it; ask the function's owner to allow the host itself", target, ps, e.raw))
+		return errorf(KindHostNotAllowed, fmt.Sprintf("%s is under the public suffix %q, where anyone can register names, so the allowlist entry %q does not reach it; %s", target, ps, e.raw,
+			p.remedyOr(r, "ask the function's owner to allow the host itself")))
 	}
 	if redirect {
-		return errorf(KindHostNotAllowed, fmt.Sprintf("a redirect led to %s (%s), which is not in this function's network allowlist", target, scheme))
+		msg := fmt.Sprintf("a redirect led to %s (%s), which is not in this function's network allowlist", target, scheme)
+		if s := p.remedyOr(r, ""); s != "" {
+			msg += "; " + s
+		}
+		return errorf(KindHostNotAllowed, msg)
 	}
-	return errorf(KindHostNotAllowed, fmt.Sprintf("%s is not in this function's network allowlist (%s, port %d); ask the function's owner to allow it", target, scheme, port))
+	return errorf(KindHostNotAllowed, fmt.Sprintf("%s is not in this function's network allowlist (%s, port %d); %s", target, scheme, port,
+		p.remedyOr(r, "ask the function's owner to allow it")))
 }
 
 // readResponse turns the final response into the "ok" document, reading the
@@ -620,6 +627,12 @@ func (c *Call) resolve(ctx context.Context, h normHost, port int) ([]netip.Addr,
 	}
 	if len(addrs) == 0 {
 		return nil, &net.DNSError{Err: "no addresses", Name: h.name, IsNotFound: true}
+	}
+	// A resolver's IPv4 answer may come IPv4-mapped (::ffff:127.0.0.1, from
+	// Go's for a name in /etc/hosts): it is the IPv4 address, checked and
+	// reported as such. The check sees through the mapping either way.
+	for i, a := range addrs {
+		addrs[i] = a.Unmap()
 	}
 	return addrs, nil
 }

@@ -30,6 +30,29 @@ type PolicyConfig struct {
 	// DisableDestinationCheck turns the destination check off entirely
 	// (--allow-private without a value). The allowlist still applies.
 	DisableDestinationCheck bool
+	// Remedy, when set, words the end of a refusal's message: what would
+	// let the request through, said to whoever sets this policy. The CLI,
+	// whose user is the function's owner, names its flags ("add
+	// --allow-host localhost:8765"); without Remedy the message tells the
+	// package author to ask the function's owner. It must not block: it
+	// runs inside the guest's request.
+	Remedy func(Refusal) string
+}
+
+// Refusal is a request the policy refused, as a Remedy sees it.
+type Refusal struct {
+	// Kind is KindHostNotAllowed or KindForbiddenDestination.
+	Kind Kind
+	// Entry is the allowlist entry that would allow the URL, written as
+	// Allow takes it: "host" for the scheme's default port, else
+	// "host:port" ("[v6]:port"). Set for host_not_allowed.
+	Entry string
+	// Redirect says a redirect, not the module, named the URL.
+	Redirect bool
+	// Addr is the address the destination check refused, an IPv4-mapped
+	// one unmapped (what an AllowPrivate range must contain). Set for
+	// forbidden_destination.
+	Addr netip.Addr
 }
 
 // Credential is a header an allowlist entry injects.
@@ -54,6 +77,7 @@ type Policy struct {
 	noDestCheck  bool
 	injected     map[string]bool // lowercased header names any entry injects
 	denyMessage  string          // set: every request fails host_not_allowed with it
+	remedy       func(Refusal) string
 }
 
 type entry struct {
@@ -74,6 +98,7 @@ func NewPolicy(cfg PolicyConfig) (*Policy, error) {
 		allowPrivate: append([]netip.Prefix(nil), cfg.AllowPrivate...),
 		noDestCheck:  cfg.DisableDestinationCheck,
 		injected:     map[string]bool{},
+		remedy:       cfg.Remedy,
 	}
 	byKey := map[string]*entry{}
 	for _, raw := range cfg.Allow {
@@ -341,7 +366,18 @@ func (p *Policy) checkDestination(addr netip.Addr) *Error {
 			return nil
 		}
 	}
-	return errorf(KindForbiddenDestination, fmt.Sprintf("%s is %s; requests may only reach public addresses", addr, why))
+	return errorf(KindForbiddenDestination, fmt.Sprintf("%s is %s; %s", addr, why,
+		p.remedyOr(Refusal{Kind: KindForbiddenDestination, Addr: addr.Unmap()}, "requests may only reach public addresses")))
+}
+
+// remedyOr is the embedder's wording of what would let r through, or def.
+func (p *Policy) remedyOr(r Refusal, def string) string {
+	if p.remedy != nil {
+		if s := p.remedy(r); s != "" {
+			return s
+		}
+	}
+	return def
 }
 
 // foldHeader is a header name as the laxest server reads it: lowercase, with
