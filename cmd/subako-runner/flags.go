@@ -203,7 +203,7 @@ func (n *networkFlags) set() bool {
 // policy builds the network policy from the flags, warning on stderr when
 // the destination check is loosened.
 func (n *networkFlags) policy(e *env) (*subakohttp.Policy, error) {
-	cfg := subakohttp.PolicyConfig{Allow: n.allowHosts}
+	cfg := subakohttp.PolicyConfig{Allow: n.allowHosts, Remedy: flagRemedy}
 	for _, c := range n.credentials {
 		pattern, header, value, err := parseCredential(c)
 		if err != nil {
@@ -235,6 +235,19 @@ func (n *networkFlags) policy(e *env) (*subakohttp.Policy, error) {
 		return nil, errors.New(strings.TrimPrefix(err.Error(), "subakohttp: "))
 	}
 	return p, nil
+}
+
+// flagRemedy words a refusal's remedy as the flag that lifts it: on the
+// command line the user is the function's owner, so the message names the
+// flag and its value rather than sending them to an owner.
+func flagRemedy(r subakohttp.Refusal) string {
+	switch r.Kind {
+	case subakohttp.KindHostNotAllowed:
+		return "to allow it, add --allow-host " + r.Entry
+	case subakohttp.KindForbiddenDestination:
+		return "to reach it for local testing, add --allow-private " + netip.PrefixFrom(r.Addr, r.Addr.BitLen()).String()
+	}
+	return ""
 }
 
 // credentialValue reads VALUE at request time: env:NAME from the

@@ -1,6 +1,11 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -117,6 +122,52 @@ func TestALimitReachedNamesTheFlagThatRaisesIt(t *testing.T) {
 	} {
 		if got := limitHint(&l, lim, reason); got != want {
 			t.Errorf("%s: %q, want %q", reason, got, want)
+		}
+	}
+}
+
+// On the command line the user owns the function: a refused request names
+// the flag and value that would let it through (issue 28).
+func TestNetworkRefusalsNameTheFlag(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("hello from the test server"))
+	}))
+	defer srv.Close()
+	port := srv.Listener.Addr().(*net.TCPAddr).Port
+	hostport := fmt.Sprintf("localhost:%d", port)
+	pkg := pkgDir(t, "httpprobe", nil)
+	args := `{"request":{"url":"http://` + hostport + `/"}}`
+	resolve := "--resolve=" + hostport + ":127.0.0.1" // never the system resolver in a test
+	tests := []struct {
+		flags []string
+		want  string
+	}{
+		{[]string{"--allow-host", "localhost", resolve},
+			fmt.Sprintf("host_not_allowed: %s is not in this function's network allowlist (http, port %d); to allow it, add --allow-host %s", hostport, port, hostport)},
+		{[]string{"--allow-host", hostport, resolve},
+			"forbidden_destination: 127.0.0.1 is a loopback address (127.0.0.0/8); to reach it for local testing, add --allow-private 127.0.0.1/32"},
+		{[]string{"--allow-host", hostport, resolve, "--allow-private", "127.0.0.1/32"},
+			"hello from the test server"},
+	}
+	for _, tt := range tests {
+		_, out, errOut := cli(t, "", append(append([]string{"call"}, tt.flags...), pkg, "http", args)...)
+		var doc struct {
+			Error struct{ Kind, Message string }
+			OK    struct{ Body struct{ Text string } }
+		}
+		first, _, _ := strings.Cut(out, "\n")
+		if strings.HasPrefix(first, "tool error") {
+			first, _, _ = strings.Cut(strings.SplitN(out, "\n", 3)[1], "\n")
+		}
+		if err := json.Unmarshal([]byte(first), &doc); err != nil {
+			t.Fatalf("%v: %v\n%s\n%s", tt.flags, err, out, errOut)
+		}
+		got := doc.OK.Body.Text
+		if doc.Error.Kind != "" {
+			got = doc.Error.Kind + ": " + doc.Error.Message
+		}
+		if got != tt.want {
+			t.Errorf("%v:\n got %q\nwant %q", tt.flags, got, tt.want)
 		}
 	}
 }
