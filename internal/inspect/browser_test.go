@@ -2,10 +2,14 @@ package inspect
 
 import (
 	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -233,4 +237,71 @@ func TestBrowserRejected(t *testing.T) {
 		t.Fatalf("status %q, row %q", status, row)
 	}
 	screenshot(t, ctx, "rejected.png")
+}
+
+// TestBrowserHostileFiles: a module's files opened in a tab of the page's
+// origin (as a user clicking them, or any page on 127.0.0.1 navigating
+// there, would) run nothing: the HTML, the SVG and the HTML behind PNG
+// magic bytes each load a script that would retitle the tab and POST
+// /api/call with the token cookie. The title stays, and the only call the
+// server sees is the test's own.
+func TestBrowserHostileFiles(t *testing.T) {
+	ctx := browser(t)
+	srv, err := New(context.Background(), Config{Runtime: newRuntime(t), Path: hostilePackage(t), History: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var calls, scripts int
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		if r.Method == http.MethodPost && r.URL.Path == "/api/call" {
+			calls++
+		}
+		if strings.HasSuffix(r.URL.Path, "/files/1") { // evil.js
+			scripts++
+		}
+		mu.Unlock()
+		srv.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() {
+		hs.Close()
+		srv.Close(context.Background())
+	})
+	steps(t, ctx,
+		chromedp.Navigate(hs.URL+"/?token="+srv.Token()),
+		chromedp.WaitVisible(`.tool-list button[data-tool="drop"]`),
+		chromedp.Click(`.tool-list button[data-tool="drop"]`),
+		chromedp.WaitVisible(`h2 code`),
+		chromedp.Click(`#call`),
+		chromedp.WaitVisible(`#model-view`),
+	)
+	var history []callSummary
+	do(t, hs, srv.Token(), "GET", "/api/calls", nil, &history)
+	if len(history) != 1 {
+		t.Fatalf("history %+v", history)
+	}
+	id := history[0].ID
+	for _, file := range []string{"0", "2", "3"} { // evil.html, evil.svg, png.html
+		url := fmt.Sprintf("%s/api/calls/%d/files/%s", hs.URL, id, file)
+		// An attachment ends the navigation as a download (an error for
+		// chromedp); what matters is what ran.
+		nctx, cancel := context.WithTimeout(ctx, stepTimeout)
+		_, _ = chromedp.Run(nctx, chromedp.Navigate(url))
+		cancel()
+		if title := value(t, ctx, chromedp.Title()); title == "pwned" {
+			t.Errorf("file %s ran the module's script (title %q)", file, title)
+		}
+	}
+	// One more page load: a script that did run would have had its fetch
+	// answered by now.
+	steps(t, ctx, chromedp.Navigate(hs.URL+"/?token="+srv.Token()), chromedp.WaitVisible(`.tool-list button[data-tool="drop"]`))
+	mu.Lock()
+	defer mu.Unlock()
+	if calls != 1 {
+		t.Errorf("the server saw %d POST /api/call, want only the test's own: a module file ran its script", calls)
+	}
+	if scripts != 0 {
+		t.Errorf("evil.js was fetched %d times: a module file loaded it as a script", scripts)
+	}
 }

@@ -1,0 +1,3 @@
+module subakoinspecthostile
+
+go 1.26
