@@ -66,19 +66,26 @@ func NumberID(text string) (ID, error) {
 func NullID() ID { return ID{kind: idNull, key: "null"} }
 
 // maxSafeInt is the largest integer a float64 holds exactly: JavaScript
-// servers parse ids as float64, so a larger random id would come back changed.
+// servers parse ids as float64, so a larger id would come back changed.
 const maxSafeInt = 1<<53 - 1
 
-// RandomIntID returns an unpredictable integer id in [1, 2^53-1], so that a
-// server that parses numbers as float64 (every JavaScript SDK) echoes it
-// unchanged.
+// MaxIntID is the largest integer id RandomIntID returns: 2^31-1, the
+// largest signed 32-bit integer. A JSON library echoes such an id exactly
+// whether it reads numbers into a 32-bit int (cJSON's valueint, a C int),
+// an int64, a double (every JavaScript SDK), or prints them with 14
+// significant digits (Lua's cjson); and none quotes it as a string, as
+// Zig 0.11's std.json writer does from 2^52 on. Larger ids, up to 2^53-1
+// and beyond, are probed by `check`, never sent in a call or discovery.
+const MaxIntID = 1<<31 - 1
+
+// RandomIntID returns an unpredictable integer id in [1, MaxIntID]: 31
+// random bits, so ids still differ from call to call (docs/abi.md §3).
 func RandomIntID() ID {
-	var b [8]byte
+	var b [4]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		panic(err) // crypto/rand never fails on supported platforms
 	}
-	n := int64(binary.LittleEndian.Uint64(b[:])&maxSafeInt) | 1
-	return IntID(n)
+	return IntID(int64(binary.LittleEndian.Uint32(b[:])%MaxIntID) + 1)
 }
 
 // RandomStringID returns an unpredictable string id: prefix, "-", and 16 hex
