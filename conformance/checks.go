@@ -35,7 +35,9 @@ type fixed struct {
 	protocolNotificationsIgnored *Check
 	protocolIDString             *Check
 	protocolIDInteger            *Check
+	protocolIDSafeInteger        *Check
 	protocolIDBigInteger         *Check
+	protocolIDLongString         *Check
 	protocolIDUnusual            *Check
 	// lateChecks
 	toolsUnknownTool  *Check
@@ -72,8 +74,10 @@ var protocolChecks = []staticCheck{
 	{func(f *fixed) **Check { return &f.protocolExitAfterAnswer }, "protocol.exit_after_answer", 2, "exits with code 0 within 1 s when stdin closes after an answer"},
 	{func(f *fixed) **Check { return &f.protocolNotificationsIgnored }, "protocol.notifications_ignored", 3, "messages without an id are ignored"},
 	{func(f *fixed) **Check { return &f.protocolIDString }, "protocol.id_string", 0, "string ids are echoed exactly"},
-	{func(f *fixed) **Check { return &f.protocolIDInteger }, "protocol.id_integer", 0, "integer ids are echoed exactly"},
+	{func(f *fixed) **Check { return &f.protocolIDInteger }, "protocol.id_integer", 0, "integer ids up to 2^31-1, as the host sends them, are echoed exactly"},
+	{func(f *fixed) **Check { return &f.protocolIDSafeInteger }, "protocol.id_safe_integer", 0, "integer ids from 2^52 to 2^53-1 are echoed exactly"},
 	{func(f *fixed) **Check { return &f.protocolIDBigInteger }, "protocol.id_big_integer", 0, "integer ids beyond 2^53 are echoed exactly"},
+	{func(f *fixed) **Check { return &f.protocolIDLongString }, "protocol.id_long_string", 0, "long string ids (1,000 bytes) are echoed exactly"},
 	{func(f *fixed) **Check { return &f.protocolIDUnusual }, "protocol.id_unusual", 0, "unusual ids (empty string, 0, negative, escapes) are echoed exactly"},
 }
 

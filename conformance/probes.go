@@ -64,6 +64,12 @@ type idCase struct {
 	serious bool
 }
 
+// longStringID is a 1,000-byte string id: longer than any fixed buffer a
+// module might copy ids into, and than the host's own (23 bytes).
+func longStringID() string {
+	return "subako-check-" + strings.Repeat("0123456789abcdef", 61) + "0123456789a"
+}
+
 func numberID(s string) protocol.ID {
 	id, err := protocol.NumberID(s)
 	if err != nil {
@@ -107,8 +113,13 @@ func (r *run) protocolProbes(ctx context.Context) []func() {
 	}
 	cases := []idCase{
 		{r.fixed.protocolIDString, []protocol.ID{protocol.StringID("subako-check-5f0c2a9e1b7d3846"), protocol.StringID("subako-check-2")}, true},
-		{r.fixed.protocolIDInteger, []protocol.ID{protocol.IntID(1), protocol.IntID(1<<53 - 1)}, true},
+		{r.fixed.protocolIDInteger, []protocol.ID{protocol.IntID(1), protocol.IntID(protocol.MaxIntID)}, true},
+		// The extremes the host never sends, in a fixed order so every run
+		// judges the same ids: where a float64 still holds integers
+		// exactly, then beyond.
+		{r.fixed.protocolIDSafeInteger, []protocol.ID{protocol.IntID(1 << 52), protocol.IntID(1<<53 - 1)}, false},
 		{r.fixed.protocolIDBigInteger, []protocol.ID{numberID("9007199254740993"), numberID("12345678901234567890123")}, false},
+		{r.fixed.protocolIDLongString, []protocol.ID{protocol.StringID(longStringID())}, false},
 		{r.fixed.protocolIDUnusual, []protocol.ID{protocol.StringID(""), protocol.IntID(0), protocol.IntID(-1), protocol.StringID("quote \" backslash \\ ü ✓ \u2028")}, false},
 	}
 	for _, ic := range cases {
@@ -185,10 +196,10 @@ func (r *run) judgeIDs(ic idCase, res, baseline *srt.ProbeResult, tool string) {
 	c.Profile = profileOf(res.Stats)
 	var sent []string
 	for _, id := range ic.ids {
-		sent = append(sent, id.String())
+		sent = append(sent, excerpt(id.String(), 80))
 	}
 	bad := Warn
-	why := "The host never sends such ids, so this cannot break a call, but JSON-RPC allows them: echo the id as the JSON value it was (keep numbers as their text, not a float64)."
+	why := fmt.Sprintf("The host never sends such ids (its integer ids stay within 1..%d, its strings are 23 bytes), so this cannot break a call under it, but JSON-RPC allows them and another host may send them: echo the id as the JSON text it came as.", protocol.MaxIntID)
 	if ic.serious {
 		bad = Fail
 		why = "The host sends ids like these: a call answered with another id is a crash (unexpected_id). Copy the request's id into the response unchanged."
@@ -197,7 +208,7 @@ func (r *run) judgeIDs(ic idCase, res, baseline *srt.ProbeResult, tool string) {
 		c.set(Pass, "tools/call %s with ids %s: each answer carried its id exactly", tool, strings.Join(sent, ", "))
 		return
 	}
-	at := ic.ids[len(res.Responses)].String()
+	at := excerpt(ic.ids[len(res.Responses)].String(), 80)
 	if res.Crash != nil && res.Crash.Reason == srt.CrashUnexpectedID {
 		c.set(bad, "sent id %s: %s\n%s", at, res.Crash.Message, why)
 		return
