@@ -565,9 +565,9 @@ func (s *session) onLine(line []byte) error {
 		key = s.pending
 	}
 	if key != s.pending {
-		answered := s.answered[key]
+		answered, sent := s.answered[key], s.pending
 		s.mu.Unlock()
-		perr := protocol.ErrUnexpectedID(msg.ID, answered)
+		perr := protocol.ErrUnexpectedIDFor(msg.ID, sent, answered)
 		return s.fail(perr.Code, perr.Message)
 	}
 	s.pending = ""
