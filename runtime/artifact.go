@@ -247,7 +247,7 @@ func (rt *Runtime) Open(ctx context.Context, a *Artifact, path string) (*Package
 		if src, hash, err = verify(); err != nil {
 			return nil, err
 		}
-		if metered, how, err = rt.meterAgain(a, src.Module, hash); err != nil {
+		if metered, how, err = rt.meterAgain(ctx, a, src.Module, hash); err != nil {
 			return nil, err
 		}
 		compiled, err = rt.compileModule(ctx, metered, rt.limits.CompileTimeout)
@@ -344,16 +344,16 @@ func (rt *Runtime) vouchesFor(a *Artifact) bool {
 // says how the result relates to the stored one: at the artifact's own
 // metering version they must be equal (MeteringVerified), at another the
 // result replaces it (MeteringRederived).
-func (rt *Runtime) meterAgain(a *Artifact, module []byte, hash [sha256.Size]byte) ([]byte, string, error) {
+func (rt *Runtime) meterAgain(ctx context.Context, a *Artifact, module []byte, hash [sha256.Size]byte) ([]byte, string, error) {
 	// The structural bounds hold here too: an artifact store is not a place
 	// to smuggle in a module that upload would have refused. (A module this
 	// host vouches for passed them when it was recorded.)
 	if ps := modcheck.CheckStructure(module, rt.checkOptions(rt.limits)); len(ps) > 0 {
 		return nil, "", fmt.Errorf("the package's module is over a structural bound: %s", ps[0])
 	}
-	metered, err := fuel.Instrument(module)
+	metered, err := rt.meter(ctx, module, rt.limits) // validated as at upload: a store is not trusted
 	if err != nil {
-		return nil, "", fmt.Errorf("module.wasm cannot be metered: %v", err)
+		return nil, "", fmt.Errorf("module.wasm cannot be metered: %w", err)
 	}
 	how := MeteringRederived
 	if a.Metering == fuel.MeteringVersion {

@@ -95,6 +95,8 @@ type Runtime struct {
 	meterings *meteringRecords
 	// compiling counts the compilations in flight; Close waits for them.
 	compiling sync.WaitGroup
+	// validators validates modules as uploaded, before metering (validate.go).
+	validators validators
 	// beforeCompile, when set (by tests), runs on the compiling goroutine
 	// before wazero starts: a test holds a compilation there to show that
 	// callers do not wait for it.
@@ -197,7 +199,7 @@ func (rt *Runtime) Close(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	err := rt.wz.Close(ctx)
+	err := errors.Join(rt.wz.Close(ctx), rt.validators.close(ctx))
 	if rt.cache != nil {
 		err = errors.Join(err, rt.cache.Close(ctx))
 	}
@@ -337,9 +339,9 @@ func (rt *Runtime) compile(ctx context.Context, module []byte, lim limits.Limits
 		}
 	}
 	defer rt.progress(StepCompile, len(module))()
-	metered, err := fuel.Instrument(module)
+	metered, err := rt.meter(ctx, module, lim)
 	if err != nil {
-		return nil, nil, &RejectedError{Rejections: []Rejection{{CodeInvalidModule, fmt.Sprintf("the module cannot be metered: %v", err)}}}
+		return nil, nil, err
 	}
 	compiled, err := rt.compileModule(ctx, metered, lim.CompileTimeout)
 	if err != nil {
@@ -354,6 +356,12 @@ func (rt *Runtime) compile(ctx context.Context, module []byte, lim limits.Limits
 // goes on, on its own goroutine, and is closed when it finishes; the
 // structural checks bound how long that can be.
 func (rt *Runtime) compileModule(ctx context.Context, wasm []byte, timeout time.Duration) (wazero.CompiledModule, error) {
+	return rt.compileWith(ctx, rt.wz, wasm, timeout, "the module does not compile")
+}
+
+// compileWith is compileModule on the wazero runtime wz; a module wz
+// refuses is an invalid_module rejection whose message starts with what.
+func (rt *Runtime) compileWith(ctx context.Context, wz wazero.Runtime, wasm []byte, timeout time.Duration, what string) (wazero.CompiledModule, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err // no compilation for a caller who is gone
 	}
@@ -370,7 +378,7 @@ func (rt *Runtime) compileModule(ctx context.Context, wasm []byte, timeout time.
 		if rt.beforeCompile != nil {
 			rt.beforeCompile()
 		}
-		c, err := rt.wz.CompileModule(context.WithoutCancel(ctx), wasm)
+		c, err := wz.CompileModule(context.WithoutCancel(ctx), wasm)
 		mu.Lock()
 		defer mu.Unlock()
 		if gaveUp {
@@ -401,7 +409,7 @@ func (rt *Runtime) compileModule(ctx context.Context, wasm []byte, timeout time.
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
-			return nil, &RejectedError{Rejections: []Rejection{{CodeInvalidModule, fmt.Sprintf("the module does not compile: %v", r.err)}}}
+			return nil, &RejectedError{Rejections: []Rejection{{CodeInvalidModule, fmt.Sprintf("%s: %v", what, r.err)}}}
 		}
 		return r.compiled, nil
 	case <-ctx.Done():

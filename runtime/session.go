@@ -235,6 +235,9 @@ func (s *session) logSlowStop() {
 func (rt *Runtime) runInstance(ctx context.Context, compiled wazero.CompiledModule) error {
 	mod, err := rt.instantiate(ctx, compiled)
 	if err != nil {
+		if m := fuel.FromContext(ctx); m != nil {
+			m.Finish(nil) // ends the meter's watch of the context
+		}
 		return err
 	}
 	defer mod.Close(context.WithoutCancel(ctx))
