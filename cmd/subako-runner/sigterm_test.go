@@ -1,0 +1,65 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/subako/subako-runner/internal/wasmbin/wasmtest"
+)
+
+// TestSIGTERMEndsARunawayGuest: the process honours SIGTERM whatever the
+// guest does with its fuel: a tight loop, and a loop behind 150 failed
+// memory.grow(0x10000) that used to buy it seconds without a check (it
+// ignored SIGTERM for 6.5 s). The command's limit is a minute, so only the
+// signal can end it, as the caller's interruption (130). The time from the
+// signal to the exit is logged; the test bounds only a hang.
+func TestSIGTERMEndsARunawayGuest(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := runnerBinary(t)
+	loop := []byte{0x03, 0x40, 0x0c, 0x00, 0x0b}                                                                   // loop br 0 end
+	fill := []byte{0x03, 0x40, 0x41, 0x00, 0x41, 0x07, 0x41, 0x80, 0x80, 0x04, 0xfc, 0x0b, 0x00, 0x0c, 0x00, 0x0b} // memory.fill 64 KiB, forever
+	grows := wasmtest.Repeat([]byte{0x41, 0x80, 0x80, 0x04, 0x40, 0x00, 0x1a}, nil, 150)
+	for _, tt := range []struct {
+		name string
+		body []byte
+	}{
+		{"tight loop", loop},
+		{"failed grows, then memory.fill", append(grows, fill...)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "module.wasm")
+			if err := os.WriteFile(path, wasmtest.Module{Bodies: [][]byte{tt.body}}.Bytes(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command(bin, "run", "--timeout", "60s", path)
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			time.Sleep(300 * time.Millisecond) // a moment for the guest to be running: the signal may also come first
+			sent := time.Now()
+			if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case err := <-done:
+				var exit *exec.ExitError
+				if !errors.As(err, &exit) || exit.ExitCode() != 130 {
+					t.Fatalf("exit %v; want 130", err)
+				}
+				t.Logf("exited %v after SIGTERM", time.Since(sent))
+			case <-time.After(30 * time.Second):
+				cmd.Process.Kill()
+				t.Fatal("still running 30 s after SIGTERM")
+			}
+		})
+	}
+}
