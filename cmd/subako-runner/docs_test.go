@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/subako/subako-runner/internal/scaffold"
 	"github.com/subako/subako-runner/internal/testguest"
 )
 
@@ -273,12 +274,32 @@ func builtPackage(t *testing.T, name, guest string) string {
 	return dir
 }
 
+// initPackage is the package directory of what `init --lang go hello`
+// writes, its module built from the project's Go source.
+func initPackage(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "hello")
+	if _, err := scaffold.Write(dir, "go", "hello"); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(testguest.Go(t, dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "package", "module.wasm"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(dir, "package")
+}
+
 func TestDocExamplesRun(t *testing.T) {
 	// The packages whose module is built from Go source rather than
 	// committed, each swapped for a copy with a fresh module.
 	built := map[string]string{
 		"testdata/packages/greet":    builtPackage(t, "greet", "greet"),
 		"testdata/packages/sdkgreet": builtPackage(t, "sdkgreet", "sdkgreet"),
+		// authoring.md's project: what `init --lang go hello` writes, built.
+		"hello/package": initPackage(t),
 	}
 	var examples []docExample
 	for _, name := range []string{"cli.md", "abi.md", "authoring.md"} {
@@ -354,15 +375,28 @@ func TestEmbeddingDocQuotesRunnableExamples(t *testing.T) {
 // Every code block of docs/authoring.md is quoted verbatim from the
 // source it presents, so the guide shows the code the tests build and run.
 func TestAuthoringDocQuotesTheSources(t *testing.T) {
+	// The projects `init` writes for a package called hello, and the Go
+	// SDK's example.
+	project := func(lang, file string) string {
+		files, err := scaffold.Files(lang, "hello")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(files[file])
+	}
 	sources := map[string][]string{
-		"go":   {"../../testdata/guests/sdkgreet/main.go"},
-		"c":    {"../../testdata/guests/c/greet.c"},
-		"rust": {"../../testdata/guests/rust/main.rs"},
-		"ts":   {"../../testdata/guests/as/greet.ts"},
+		"go":   {"../../testdata/guests/sdkgreet/main.go", "init:go:main.go"},
+		"c":    {"init:c:main.c"},
+		"rust": {"init:rust:src/main.rs"},
+		"ts":   {"init:as:main.ts"},
 	}
 	for lang, files := range sources {
 		var all strings.Builder
 		for _, f := range files {
+			if parts := strings.SplitN(f, ":", 3); parts[0] == "init" {
+				all.WriteString(project(parts[1], parts[2]))
+				continue
+			}
 			b, err := os.ReadFile(f)
 			if err != nil {
 				t.Fatal(err)
@@ -385,17 +419,23 @@ func TestAuthoringDocQuotesTheSources(t *testing.T) {
 		t.Fatal(err)
 	}
 	for makefile, flags := range map[string][]string{
-		"../../testdata/guests/Makefile":      {"--target=wasm32-wasi", "-O2 -Wall -Wextra -Werror", "-Wl,--strip-debug"},
-		"../../testdata/guests/rust/Makefile": {"--target wasm32-wasi", "-C opt-level=2 -C strip=debuginfo"},
-		"../../testdata/guests/as/Makefile":   {"assemblyscript@", "0.28.20", "-O3 --exportStart _start --use abort=greet/asAbort"},
+		"c":    {"--target=$(TARGET)", "-O2 -Wall -Wextra -Werror", "-Wl,--strip-debug", "-o $@ main.c"},
+		"rust": {"--edition 2021 --target $(TARGET) -C opt-level=2 -C strip=debuginfo -o $@ src/main.rs"},
+		"as":   {"-O3 --exportStart _start --use abort=main/asAbort", "npm install --no-audit --no-fund", "0.28.20"},
+		"go":   {"GOOS=wasip1 GOARCH=wasm $(GO) build -trimpath -o $@ ."},
 	} {
-		mk, err := os.ReadFile(makefile)
-		if err != nil {
-			t.Fatal(err)
+		mk := project(makefile, "Makefile")
+		if makefile == "as" {
+			mk += project("as", "package.json") // the pinned compiler
 		}
+		// The doc shows each line as make runs it.
+		target := map[string]string{"c": "wasm32-wasi", "rust": "wasm32-wasip1"}[makefile]
+		asRun := strings.NewReplacer("$(TARGET)", target, "$(GO)", "go", "$(RUSTFLAGS)", "-C opt-level=2 -C strip=debuginfo", "$(CFLAGS)", "-O2 -Wall -Wextra -Werror", "$@", "package/module.wasm")
 		for _, f := range flags {
-			if !strings.Contains(string(mk), f) || !strings.Contains(string(doc), f) {
-				t.Errorf("%q: in %s %v, in authoring.md %v", f, makefile, strings.Contains(string(mk), f), strings.Contains(string(doc), f))
+			inMake := strings.Contains(mk, f) || strings.Contains(asRun.Replace(mk), asRun.Replace(f))
+			f := asRun.Replace(f)
+			if !inMake || !strings.Contains(string(doc), f) {
+				t.Errorf("%q: in the %s Makefile %v, in authoring.md %v", f, makefile, inMake, strings.Contains(string(doc), f))
 			}
 		}
 	}

@@ -45,10 +45,10 @@ func newInitCmd(a *app) *cobra.Command {
 			for _, p := range written {
 				fmt.Fprintf(w, "  %s\n", filepath.Join(dir, filepath.FromSlash(p)))
 			}
-			fmt.Fprintf(w, "\nnext (make needs %s):\n", l.Needs)
+			fmt.Fprintf(w, "\nmake needs %s. Then:\n", l.Needs)
 			fmt.Fprintf(w, "  cd %s\n", dir)
-			fmt.Fprintln(w, "  make                 # builds package/module.wasm")
-			fmt.Fprintln(w, "  subako-runner check package")
+			fmt.Fprintln(w, "  make                          # builds package/module.wasm")
+			fmt.Fprintln(w, "  subako-runner check package   # the conformance suite: no warnings out of the box")
 			fmt.Fprintln(w, `  subako-runner call package greet '{"name": "Ada"}'`)
 			return nil
 		},

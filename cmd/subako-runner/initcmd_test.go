@@ -198,3 +198,28 @@ func TestScaffoldFiles(t *testing.T) {
 		}
 	}
 }
+
+// authoring.md's `init` transcript is what init prints, run in an empty
+// directory.
+func TestAuthoringDocInitTranscript(t *testing.T) {
+	blocks, lines := docBlocks(t, docsDir+"authoring.md", "text")
+	found := 0
+	for i, b := range blocks {
+		if len(b) == 0 || !strings.HasPrefix(b[0], "$ subako-runner init ") {
+			continue
+		}
+		found++
+		words, _, _, err := parseCommand(strings.TrimPrefix(b[0], "$ "))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Chdir(t.TempDir())
+		code, out, errOut := cli(t, "", words[1:]...)
+		if code != exitOK || !outputMatches(b[1:], splitOutput(out)) {
+			t.Errorf("authoring.md:%d: %s\nexit %d; the doc shows\n%s\nit wrote\n%s%s", lines[i], b[0], code, strings.Join(b[1:], "\n"), out, errOut)
+		}
+	}
+	if found == 0 {
+		t.Error("authoring.md shows no `subako-runner init` transcript")
+	}
+}
