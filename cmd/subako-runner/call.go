@@ -95,7 +95,15 @@ func runCall(ctx context.Context, e *env, h *hostFlags, c *callFlags, path strin
 		}
 		req.Tmp = dir
 	}
+	// A call that runs long (a loop, a slow server) is not silent on a
+	// terminal: the status line names the limits that will stop it.
+	if h.status != nil {
+		h.status.start(fmt.Sprintf("calling %s (time limit %v, fuel %s; Ctrl-C stops it)…", req.Tool, req.Limits.CallTimeout, fuelText(req.Limits.Fuel)))
+	}
 	res, err := pkg.Call(ctx, req)
+	if h.status != nil {
+		h.status.end()
+	}
 	if err != nil {
 		if code, ok := interrupted(ctx, e, err); ok {
 			return code

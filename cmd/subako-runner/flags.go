@@ -32,6 +32,10 @@ type hostFlags struct {
 	noCache   bool
 	quiet     bool
 	trace     string // "-" for stderr
+
+	// status is the status line runtimeConfig made (it draws nothing off
+	// a terminal), for a command that shows a step of its own (a call).
+	status *progress
 }
 
 // register adds the flags; withJSON adds --json too.
@@ -105,7 +109,8 @@ func (h *hostFlags) runtimeConfig(e *env, lim limits.Limits, path string) (runti
 	if !h.quiet && h.trace != "-" && e.terminal(e.stderr) {
 		statusTo = e.stderr
 	}
-	cfg.Progress = newProgress(statusTo, log, path, cfg.CompilationCacheDir).event
+	h.status = newProgress(statusTo, log, path, cfg.CompilationCacheDir)
+	cfg.Progress = h.status.event
 	return cfg, release, nil
 }
 

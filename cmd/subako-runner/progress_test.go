@@ -47,6 +47,15 @@ func TestProgressLineOnATerminalOnly(t *testing.T) {
 	if _, _, errOut := runAs(t, false, "discover", pkg); errOut != "" {
 		t.Errorf("not a terminal: stderr %q", errOut)
 	}
+	// A call shows its own line, naming the limits that will stop it
+	// (issue 28: a loop ran 20 s in silence before out_of_fuel).
+	code, _, errOut = runAs(t, true, "call", "--fuel", "5e9", pkg, "greet", `{"name":"Ada"}`)
+	if want := erase + "calling greet (time limit 1m0s, fuel 5e+09; Ctrl-C stops it)… "; code != exitOK || !strings.Contains(errOut, want) || !strings.HasSuffix(errOut, erase) {
+		t.Errorf("call: exit %d, stderr %q; want %q, erased at the end", code, errOut, want)
+	}
+	if _, _, errOut := runAs(t, false, "call", pkg, "greet", `{"name":"Ada"}`); errOut != "" {
+		t.Errorf("call, not a terminal: stderr %q", errOut)
+	}
 }
 
 func TestDebugLogSaysCompilationCacheHit(t *testing.T) {

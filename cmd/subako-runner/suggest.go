@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -189,4 +190,13 @@ func limitHint(l *limitFlags, lim limits.Limits, reason string) string {
 		return fmt.Sprintf("subako-runner: %s: the call reached the %s that %s set; a larger %s raises it", reason, what, flag, flag)
 	}
 	return fmt.Sprintf("subako-runner: %s: the call reached the default %s; %s raises it, e.g. %s", reason, what, flag, example)
+}
+
+// fuelText is a fuel budget as the status line shows it: 1e+11, or
+// "unlimited" for 0.
+func fuelText(n uint64) string {
+	if n == 0 {
+		return "unlimited"
+	}
+	return strconv.FormatFloat(float64(n), 'g', 4, 64)
 }
