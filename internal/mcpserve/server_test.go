@@ -517,6 +517,9 @@ func TestStdioAnswersEveryRequestBeforeTheEnd(t *testing.T) {
 		if json.Unmarshal([]byte(line), &m) == nil && m.Result != nil && !m.Result.IsError {
 			answered[string(m.ID)] = true
 		}
+		if string(m.ID) == `"sleeper"` {
+			t.Errorf("the cancelled request was answered (MCP: a cancelled request gets no response): %s", line)
+		}
 	}
 	for _, id := range []string{"0", "1", "2", `"last"`} {
 		if !answered[id] {
@@ -540,5 +543,86 @@ func TestStdioClientGone(t *testing.T) {
 	t.Cleanup(func() { pw.Close() })
 	if err := srv.ServeStdio(context.Background(), pr, closedWriter{}); err != nil {
 		t.Errorf("ServeStdio: %v", err)
+	}
+}
+
+// TestStdioIDsAndMalformedLines: every request is answered under its id
+// spelled exactly as the client sent it (the SDK reads numbers as int64:
+// 1.0, 1e0 and -0 came back as 1 and 0, 12345678901234567890 as
+// -9223372036854775808, and the session hung at end of input waiting for
+// the ids it had read); a line that is not JSON gets -32700 and one that is
+// not a JSON-RPC message -32600, both with id null, and the session goes
+// on to answer the next request.
+func TestStdioIDsAndMalformedLines(t *testing.T) {
+	f := newFixture(t)
+	srv := New(f.load(t, testdata+"packages/cgreet"), Options{Logger: f.log})
+	t.Cleanup(func() { srv.Close(context.Background()) })
+	const meta = `"params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}`
+	ids := []string{`1.0`, `1e0`, `-0`, `12345678901234567890`, `1`, `"1"`, `"x y"`, `0.5`, `-7`}
+	type want struct {
+		id   string // the raw id of the answer
+		code int    // 0 for a result
+	}
+	var in strings.Builder
+	var wants []want
+	for _, id := range ids {
+		fmt.Fprintf(&in, `{"jsonrpc":"2.0","id":%s,"method":"tools/list",%s}`+"\n", id, meta)
+		wants = append(wants, want{id, 0})
+	}
+	for _, bad := range []struct {
+		line string
+		want
+	}{
+		{`{"jsonrpc":"2.0","id":`, want{"null", -32700}},
+		{`not json at all`, want{"null", -32700}},
+		{`"a string"`, want{"null", -32600}},
+		{`[{"jsonrpc":"2.0","id":70,"method":"ping"}]`, want{"null", -32600}},
+		{`{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}`, want{"null", -32600}},
+		// An invalid request whose id can be read is answered under it.
+		{`{"jsonrpc":"1.0","id":71,"method":"ping"}`, want{"71", -32600}},
+		{`{"jsonrpc":"2.0","id":7.20,"method":7}`, want{"7.20", -32600}},
+		{`{"jsonrpc":"2.0"}`, want{"null", -32600}},
+	} {
+		in.WriteString(bad.line + "\n")
+		wants = append(wants, bad.want)
+		// The session goes on: the next request is answered.
+		id := fmt.Sprintf(`"after %d"`, len(wants))
+		fmt.Fprintf(&in, `{"jsonrpc":"2.0","id":%s,"method":"tools/list",%s}`+"\n", id, meta)
+		wants = append(wants, want{id, 0})
+	}
+	var out bytes.Buffer
+	done := make(chan error, 1)
+	go func() { done <- srv.ServeStdio(context.Background(), strings.NewReader(in.String()), &out) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("ServeStdio did not end after the end of input: a request was never answered")
+	}
+	var got []want
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var m struct {
+			ID    json.RawMessage `json:"id"`
+			Error *struct {
+				Code int `json:"code"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("stdout line %q: %v", line, err)
+		}
+		w := want{string(m.ID), 0}
+		if m.Error != nil {
+			w.code = m.Error.Code
+		}
+		got = append(got, w)
+	}
+	// Answers come as they are ready, not in the order asked.
+	order := func(a, b want) int { return strings.Compare(fmt.Sprint(a), fmt.Sprint(b)) }
+	slices.SortFunc(got, order)
+	slices.SortFunc(wants, order)
+	if !slices.Equal(got, wants) {
+		t.Errorf("answers (id, code):\n got %v\nwant %v\nstdout:\n%s", got, wants, out.String())
 	}
 }

@@ -1,37 +1,55 @@
 package mcpserve
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"sync"
 	"syscall"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// maxTrackedLine bounds the line a stdio tracker keeps to read its id: the
-// SDK's own line limit. A longer line is passed on untracked.
-const maxTrackedLine = mcp.DefaultMaxLineLength
+// maxStdioLine bounds one line from the client. A longer line is read to
+// its end and refused (-32600); a little room is left under the SDK's own
+// limit for the id the line is rewritten with.
+const maxStdioLine = mcp.DefaultMaxLineLength - 64
+
+// JSON-RPC error codes this layer answers with itself.
+const (
+	codeParseError     = -32700
+	codeInvalidRequest = -32600
+)
 
 // ServeStdio serves one client over a line-delimited JSON-RPC stream (the
 // stdio transport: in is the client's requests, out its answers) until in
 // ends, the client disconnects or ctx is done. Nothing else may write to out.
 //
-// At the end of in, every request already read is answered before the
-// server stops (the SDK alone would stop at once and drop them), so a
-// script may write its requests and close stdin.
+// Between the client and the SDK sits a layer that keeps the session sound
+// whatever the client sends:
+//   - Every request reaches the SDK under an id of this layer's own (a small
+//     integer), and its answer goes back under the client's id spelled
+//     byte for byte as sent: the SDK reads numeric ids as int64, so 1.0,
+//     -0 or 12345678901234567890 would come back as other numbers.
+//   - A line that is not JSON gets -32700 and one that is not a JSON-RPC
+//     message (a batch included: MCP 2025-06-18 removed them) -32600, both
+//     with id null, and the session goes on (the SDK would end it).
+//   - A request the client cancelled (notifications/cancelled) gets no
+//     answer, as MCP says: the SDK's "context canceled" error is dropped.
+//   - At the end of in, every request read and not cancelled is answered
+//     before the server stops (the SDK alone would stop at once and drop
+//     them), so a script may write its requests and close stdin.
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	p := newPending(ctx)
-	t := &mcp.IOTransport{
-		Reader: &drainingReader{r: in, p: p, lines: lineScanner{onLine: p.request}},
-		Writer: &trackingWriter{w: out, lines: lineScanner{onLine: p.response}},
-	}
+	c := newStdioConn(ctx, in, out)
+	t := &mcp.IOTransport{Reader: &stdioReader{c}, Writer: &stdioWriter{c}}
 	err := s.sdk.Run(ctx, t)
 	if errors.Is(err, io.EOF) || clientGone(err) || (err != nil && ctx.Err() != nil) {
 		return nil
@@ -46,172 +64,291 @@ func clientGone(err error) bool {
 	return errors.Is(err, io.ErrClosedPipe) || errors.Is(err, syscall.EPIPE) || errors.Is(err, os.ErrClosed)
 }
 
-// pending is the set of request ids read from the client and not yet
-// answered (nor cancelled by the client).
-type pending struct {
-	ctx  context.Context
-	mu   sync.Mutex
-	cond *sync.Cond
-	ids  map[string]bool
+// stdioConn is the state of one stdio session between client and SDK.
+type stdioConn struct {
+	ctx context.Context
+	in  *bufio.Reader
+
+	mu       sync.Mutex
+	cond     *sync.Cond
+	out      io.Writer            // guarded by mu: one line at a time
+	partial  []byte               // the SDK's output line not yet complete
+	next     int64                // the next id handed to the SDK
+	byOurs   map[int64]*stdioCall // requests the SDK has not answered
+	byTheir  map[string]int64     // the client's raw id → ours, for cancellation
+	live     int                  // entries of byOurs not cancelled
+	pending  []byte               // rewritten input not yet read by the SDK (reader only)
+	eof      bool                 // in has ended (reader only)
+	writeErr error                // the first failed write to out
 }
 
-func newPending(ctx context.Context) *pending {
-	p := &pending{ctx: ctx, ids: map[string]bool{}}
-	p.cond = sync.NewCond(&p.mu)
+// stdioCall is a request in flight: the client's id as sent.
+type stdioCall struct {
+	theirs    json.RawMessage
+	cancelled bool
+}
+
+func newStdioConn(ctx context.Context, in io.Reader, out io.Writer) *stdioConn {
+	c := &stdioConn{ctx: ctx, in: bufio.NewReaderSize(in, 64<<10), out: out, byOurs: map[int64]*stdioCall{}, byTheir: map[string]int64{}}
+	c.cond = sync.NewCond(&c.mu)
 	context.AfterFunc(ctx, func() {
-		p.mu.Lock()
-		p.cond.Broadcast()
-		p.mu.Unlock()
+		c.mu.Lock()
+		c.cond.Broadcast()
+		c.mu.Unlock()
 	})
-	return p
+	return c
 }
 
-type envelope struct {
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
-	Params struct {
-		RequestID json.RawMessage `json:"requestId"`
-	} `json:"params"`
-}
+// stdioReader is the SDK's view of the client's stream.
+type stdioReader struct{ c *stdioConn }
 
-// idKey compares ids by JSON value, as far as a client's ids need: a
-// string and a number with the same digits differ.
-func idKey(raw json.RawMessage) string {
-	var v any
-	d := json.NewDecoder(bytes.NewReader(raw))
-	d.UseNumber()
-	if d.Decode(&v) != nil || v == nil {
-		return ""
-	}
-	switch v := v.(type) {
-	case string:
-		return "s:" + v
-	case json.Number:
-		return "n:" + v.String()
-	}
-	return ""
-}
-
-// request notes a message from the client.
-func (p *pending) request(line []byte) {
-	var m envelope
-	if json.Unmarshal(line, &m) != nil {
-		return
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	switch {
-	case m.Method == "notifications/cancelled":
-		delete(p.ids, idKey(m.Params.RequestID))
-	case m.Method != "":
-		if k := idKey(m.ID); k != "" {
-			p.ids[k] = true
+func (r *stdioReader) Read(b []byte) (int, error) {
+	c := r.c
+	for len(c.pending) == 0 {
+		if c.eof {
+			c.waitAnswered()
+			return 0, io.EOF
+		}
+		line, tooLong, err := c.readLine()
+		switch {
+		case tooLong:
+			c.refuse(nil, codeInvalidRequest, fmt.Sprintf("Invalid Request: a line over %d bytes", maxStdioLine))
+		case len(bytes.TrimSpace(line)) > 0:
+			c.pending = c.inbound(bytes.TrimSpace(line))
+		}
+		if err == io.EOF {
+			c.eof = true
+		} else if err != nil {
+			return 0, err
 		}
 	}
-	p.cond.Broadcast()
+	n := copy(b, c.pending)
+	c.pending = c.pending[n:]
+	return n, nil
 }
 
-// response notes a message to the client.
-func (p *pending) response(line []byte) {
-	var m envelope
-	if json.Unmarshal(line, &m) != nil || m.Method != "" {
-		return
-	}
-	p.mu.Lock()
-	delete(p.ids, idKey(m.ID))
-	p.cond.Broadcast()
-	p.mu.Unlock()
-}
+func (r *stdioReader) Close() error { return nil }
 
-// wait returns once every request read has been answered, or ctx is done.
-func (p *pending) wait() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for len(p.ids) > 0 && p.ctx.Err() == nil {
-		p.cond.Wait()
-	}
-}
-
-// lineScanner calls onLine with each complete line written to it.
-type lineScanner struct {
-	buf    []byte
-	skip   bool // the current line is over maxTrackedLine
-	onLine func([]byte)
-}
-
-func (l *lineScanner) write(b []byte) {
-	for len(b) > 0 {
-		i := bytes.IndexByte(b, '\n')
-		chunk := b
-		if i >= 0 {
-			chunk = b[:i]
-		}
-		if !l.skip {
-			if len(l.buf)+len(chunk) > maxTrackedLine {
-				l.skip, l.buf = true, nil
+// readLine reads one line, keeping at most maxStdioLine bytes of it.
+func (c *stdioConn) readLine() (line []byte, tooLong bool, err error) {
+	for {
+		chunk, err := c.in.ReadSlice('\n')
+		if !tooLong {
+			if len(line)+len(chunk) > maxStdioLine {
+				tooLong, line = true, nil
 			} else {
-				l.buf = append(l.buf, chunk...)
+				line = append(line, chunk...)
 			}
 		}
+		if err != bufio.ErrBufferFull {
+			return line, tooLong, err
+		}
+	}
+}
+
+// waitAnswered returns once every request read and not cancelled has been
+// answered, or ctx is done.
+func (c *stdioConn) waitAnswered() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for c.live > 0 && c.ctx.Err() == nil {
+		c.cond.Wait()
+	}
+}
+
+// inbound checks one line from the client and returns it as the SDK gets
+// it (with its newline), or nil when this layer answered it itself.
+func (c *stdioConn) inbound(line []byte) []byte {
+	if line[0] == '[' {
+		if json.Valid(line) {
+			c.refuse(nil, codeInvalidRequest, "Invalid Request: JSON-RPC batches are not supported (MCP 2025-06-18 removed them)")
+		} else {
+			c.refuse(nil, codeParseError, "Parse error: the line is not JSON")
+		}
+		return nil
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(line, &m); err != nil {
+		if json.Valid(line) {
+			c.refuse(nil, codeInvalidRequest, "Invalid Request: a message is a JSON object")
+		} else {
+			c.refuse(nil, codeParseError, "Parse error: "+err.Error())
+		}
+		return nil
+	}
+	id, hasID := m["id"]
+	if hasID && !validID(id) {
+		c.refuse(nil, codeInvalidRequest, "Invalid Request: an id is a string, a number or null")
+		return nil
+	}
+	if string(m["jsonrpc"]) != `"2.0"` {
+		c.refuse(id, codeInvalidRequest, `Invalid Request: "jsonrpc" must be "2.0"`)
+		return nil
+	}
+	rawMethod, hasMethod := m["method"]
+	if !hasMethod {
+		// An answer to a request of the server: its id is the SDK's own.
+		if !hasID || string(id) == "null" {
+			c.refuse(nil, codeInvalidRequest, "Invalid Request: neither a request (no method) nor a response (no id)")
+			return nil
+		}
+		return append(line, '\n')
+	}
+	var method string
+	if json.Unmarshal(rawMethod, &method) != nil {
+		c.refuse(id, codeInvalidRequest, "Invalid Request: the method is not a string")
+		return nil
+	}
+	c.mu.Lock()
+	if hasID && string(id) != "null" {
+		ours := c.next
+		c.next++
+		c.byOurs[ours] = &stdioCall{theirs: id}
+		c.byTheir[string(id)] = ours
+		c.live++
+		m["id"] = json.RawMessage(strconv.FormatInt(ours, 10))
+	}
+	if method == "notifications/cancelled" {
+		c.cancelLocked(m)
+	}
+	c.mu.Unlock()
+	b, err := json.Marshal(m)
+	if err != nil { // cannot happen: every value came from a valid document
+		c.refuse(id, codeInvalidRequest, "Invalid Request: "+err.Error())
+		return nil
+	}
+	return append(b, '\n')
+}
+
+// cancelLocked turns a cancellation's requestId into the SDK's id for that
+// request and marks the request cancelled: its answer will be dropped, and
+// the end of input no longer waits for it.
+func (c *stdioConn) cancelLocked(m map[string]json.RawMessage) {
+	var params map[string]json.RawMessage
+	if json.Unmarshal(m["params"], &params) != nil {
+		return
+	}
+	theirs := params["requestId"]
+	ours, ok := c.byTheir[string(theirs)]
+	if !ok {
+		return // answered already, or never asked: the SDK ignores it
+	}
+	if call := c.byOurs[ours]; call != nil && !call.cancelled {
+		call.cancelled = true
+		c.live--
+		c.cond.Broadcast()
+	}
+	params["requestId"] = json.RawMessage(strconv.FormatInt(ours, 10))
+	if b, err := json.Marshal(params); err == nil {
+		m["params"] = b
+	}
+}
+
+// validID: JSON-RPC ids are strings, numbers or null.
+func validID(raw json.RawMessage) bool {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return false
+	}
+	switch v.(type) {
+	case nil, string, float64:
+		return true
+	}
+	return false
+}
+
+// refuse answers a message this layer will not pass on. id is the
+// message's id when it is a valid one, else nil (sent as null).
+func (c *stdioConn) refuse(id json.RawMessage, code int, msg string) {
+	if id == nil || !validID(id) {
+		id = json.RawMessage("null")
+	}
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{"code": code, "message": msg}})
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.writeLocked(append(b, '\n'))
+}
+
+func (c *stdioConn) writeLocked(b []byte) {
+	if c.writeErr != nil {
+		return
+	}
+	if _, err := c.out.Write(b); err != nil {
+		c.writeErr = err
+	}
+}
+
+// stdioWriter is the SDK's view of the client's end: each complete line
+// is an answer to map back to the client's id (or drop, when cancelled),
+// or a message of the server's own, passed on as it is.
+type stdioWriter struct{ c *stdioConn }
+
+// responsePrefix is how the SDK begins every message with an id (its wire
+// struct's field order: jsonrpc, id, method, …).
+var responsePrefix = []byte(`{"jsonrpc":"2.0","id":`)
+
+func (w *stdioWriter) Write(b []byte) (int, error) {
+	c := w.c
+	n := len(b)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
 		if i < 0 {
-			return
+			c.partial = append(c.partial, b...)
+			break
 		}
-		if !l.skip {
-			l.onLine(l.buf)
+		line := b[:i+1]
+		if len(c.partial) > 0 {
+			line = append(c.partial, line...)
+			c.partial = nil
 		}
-		l.buf, l.skip = l.buf[:0], false
+		if out := c.outboundLocked(line); out != nil {
+			c.writeLocked(out)
+		}
 		b = b[i+1:]
 	}
-}
-
-// drainingReader passes the client's stream on, noting its requests, and
-// holds back its end until they are answered.
-type drainingReader struct {
-	r     io.Reader
-	p     *pending
-	lines lineScanner
-	eof   bool
-}
-
-func (d *drainingReader) Read(b []byte) (int, error) {
-	if d.eof {
-		d.p.wait()
-		return 0, io.EOF
+	if c.writeErr != nil {
+		return 0, c.writeErr
 	}
-	n, err := d.r.Read(b)
-	d.lines.write(b[:n])
-	if err == io.EOF {
-		if len(d.lines.buf) > 0 && !d.lines.skip { // a last request without its newline
-			d.lines.onLine(d.lines.buf)
-			d.lines.buf = nil
-		}
-		// The bytes of this read must reach the SDK before the end is held
-		// back: they may be the requests waited for.
-		d.eof = true
-		if n > 0 {
-			return n, nil
-		}
-		d.p.wait()
+	return n, nil
+}
+
+func (w *stdioWriter) Close() error { return nil }
+
+// outboundLocked maps an answer's id back to the client's, or returns nil
+// for the answer of a cancelled request.
+func (c *stdioConn) outboundLocked(line []byte) []byte {
+	if !bytes.HasPrefix(line, responsePrefix) {
+		return line // a notification, or an answer without id
 	}
-	return n, err
+	rest := line[len(responsePrefix):]
+	end := bytes.IndexAny(rest, ",}")
+	if end < 0 {
+		return line
+	}
+	if bytes.HasPrefix(rest[end:], []byte(`,"method":`)) {
+		return line // a request of the server: its id is its own
+	}
+	ours, err := strconv.ParseInt(string(rest[:end]), 10, 64)
+	if err != nil {
+		return line
+	}
+	call, ok := c.byOurs[ours]
+	if !ok {
+		return line
+	}
+	delete(c.byOurs, ours)
+	if c.byTheir[string(call.theirs)] == ours {
+		delete(c.byTheir, string(call.theirs))
+	}
+	if call.cancelled {
+		return nil
+	}
+	c.live--
+	c.cond.Broadcast()
+	out := make([]byte, 0, len(line)+len(call.theirs))
+	out = append(out, responsePrefix...)
+	out = append(out, call.theirs...)
+	return append(out, rest[end:]...)
 }
-
-func (d *drainingReader) Close() error { return nil }
-
-// trackingWriter passes the server's answers on, noting which requests
-// they answer.
-type trackingWriter struct {
-	mu    sync.Mutex
-	w     io.Writer
-	lines lineScanner
-}
-
-func (t *trackingWriter) Write(b []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	n, err := t.w.Write(b)
-	t.lines.write(b[:n])
-	return n, err
-}
-
-func (t *trackingWriter) Close() error { return nil }
