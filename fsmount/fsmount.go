@@ -95,6 +95,19 @@ func (l Layout) Mounts() ([]Mount, error) {
 	return ms, nil
 }
 
+// PathMax is Linux's PATH_MAX: a path has at most PathMax-1 bytes (the
+// kernel counts the NUL that ends it), and a longer one is ENAMETOOLONG.
+// The host bounds every path a guest hands it by this before it copies
+// or splits the path: os.Root splits a path into one slice per component,
+// so an unbounded 64 MiB path cost gigabytes before it reached the kernel.
+const PathMax = 4096
+
+// tooLong is the error of a path of PathMax bytes or more. It names only
+// the path's head: the path itself may be as large as the guest's memory.
+func tooLong(op, p string) error {
+	return &fs.PathError{Op: op, Path: p[:64] + "...", Err: syscall.ENAMETOOLONG}
+}
+
 // ErrNotMounted is the error (inside a *fs.PathError) for a guest path that
 // no mount of the Set holds. errors.Is(err, fs.ErrNotExist) also holds.
 var ErrNotMounted error = notMounted{}
@@ -232,8 +245,13 @@ func (s *Set) Root(i int) (*os.Root, error) {
 // Resolve finds the mount that holds guestPath (the longest guest prefix)
 // and returns its index and the path relative to the mount ("." for the
 // mount itself). The relative path is not cleaned: ".." and symbolic links
-// in it are resolved, confined, by the mount's root when it is used.
+// in it are resolved, confined, by the mount's root when it is used. A
+// path of PathMax bytes or more is refused (syscall.ENAMETOOLONG) before
+// anything else.
 func (s *Set) Resolve(guestPath string) (index int, rel string, err error) {
+	if len(guestPath) >= PathMax {
+		return -1, "", tooLong("resolve", guestPath)
+	}
 	best := -1
 	for i, m := range s.mounts {
 		var r string

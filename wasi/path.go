@@ -8,6 +8,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/subako/subako-runner/fsmount"
 	"github.com/tetratelabs/wazero/api"
 )
 
@@ -26,8 +27,6 @@ func (in *Instance) dirFor(fd uint32, right uint64) (*fdEntry, errnum) {
 	return e, errnoSuccess
 }
 
-// readPath reads a guest path relative to a directory descriptor. Absolute
-// paths name no directory descriptor's contents: ENOTCAPABLE, like "..".
 // dirPath resolves a path operand: the directory fd must hold the right,
 // and the path must be readable from guest memory. root is the directory's
 // (dirRoot).
@@ -44,11 +43,15 @@ func (in *Instance) dirPath(m memory, a pathArg) (dir *fdEntry, root *os.Root, n
 	return dir, root, name, errno
 }
 
+// readPath reads a guest path: EFAULT out of memory, ENAMETOOLONG from
+// fsmount.PathMax bytes on (as Linux), both checked before a byte is
+// copied, then ENOENT for "", EINVAL for a NUL, ENOTCAPABLE for an
+// absolute path (it names no directory descriptor's contents).
 func readPath(m memory, ptr, n uint32) (string, errnum) {
-	s, ok := m.str(ptr, n)
+	s, errno := readName(m, ptr, n)
 	switch {
-	case !ok:
-		return "", errnoFault
+	case errno != errnoSuccess:
+		return "", errno
 	case s == "":
 		return "", errnoNoent
 	case strings.IndexByte(s, 0) >= 0:
@@ -56,6 +59,21 @@ func readPath(m memory, ptr, n uint32) (string, errnum) {
 	case strings.HasPrefix(s, "/"):
 		return "", errnoNotcapable
 	}
+	return s, errnoSuccess
+}
+
+// readName copies the guest string [ptr, ptr+n) when it is in memory
+// (EFAULT) and shorter than fsmount.PathMax (ENAMETOOLONG): a path or a
+// link target. The length is checked first, so a guest-sized operand costs
+// the host nothing.
+func readName(m memory, ptr, n uint32) (string, errnum) {
+	if !m.ok(ptr, n) {
+		return "", errnoFault
+	}
+	if n >= fsmount.PathMax {
+		return "", errnoNametoolong
+	}
+	s, _ := m.str(ptr, n)
 	return s, errnoSuccess
 }
 
@@ -133,6 +151,13 @@ func pathOpen(_ context.Context, in *Instance, mod api.Module, p []uint64) errnu
 	if directory && write {
 		return errnoIsdir
 	}
+	// The descriptor keeps its path from the mount root: bounded like any
+	// path, or a chain of descriptors each opened by a long path beneath
+	// the last would hold PathMax more bytes each (2 GiB for 1,024).
+	rel := joinRel(dir.rel, name)
+	if len(rel) >= fsmount.PathMax {
+		return errnoNametoolong
+	}
 	if !follow {
 		// os.Root follows a final symbolic link; O_NOFOLLOW is ours to do.
 		if info, err := root.Lstat(name); err == nil && info.Mode()&fs.ModeSymlink != 0 {
@@ -185,7 +210,7 @@ func pathOpen(_ context.Context, in *Instance, mod api.Module, p []uint64) errnu
 	}
 	e := &fdEntry{
 		inherit: inherit, flags: uint16(fdflags), mount: dir.mount,
-		rel: joinRel(dir.rel, name), readOnly: dir.readOnly,
+		rel: rel, readOnly: dir.readOnly,
 	}
 	if info.IsDir() {
 		f.Close()
@@ -441,9 +466,9 @@ func pathSymlink(_ context.Context, in *Instance, mod api.Module, p []uint64) er
 		return errno
 	}
 	m := memOf(mod)
-	target, ok := m.str(uint32(p[0]), uint32(p[1]))
-	if !ok {
-		return errnoFault
+	target, errno := readName(m, uint32(p[0]), uint32(p[1]))
+	if errno != errnoSuccess {
+		return errno
 	}
 	name, errno := readPath(m, uint32(p[3]), uint32(p[4]))
 	if errno != errnoSuccess {
