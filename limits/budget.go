@@ -5,13 +5,16 @@ import "sync/atomic"
 // WriteBudget is the per-call account of bytes written to files. Every host
 // module that writes on the guest's behalf (the WASI layer's fd_write,
 // fd_pwrite and fd_filestat_set_size, subako_http's file outputs) charges the
-// same account, so the 1 GiB of ABI 1 holds across all of them.
+// same account, so the 1 GiB of ABI 1 holds across all of them: exactly 1
+// GiB of file data, not a byte less.
 //
-// Directory entries are charged too (ReserveEntry): each new file,
-// directory, symbolic or hard link costs EntryCost bytes plus, for a
-// symbolic link, its target's length, and counts against a cap on entries,
-// so that empty directories cannot fill the host's disk or make the
-// volume's removal take minutes.
+// Directory entries are bounded by a cap of their own (ReserveEntry): each
+// new file, directory, symbolic or hard link counts one against
+// MaxEntries, and a symbolic link's target may be at most MaxLinkTarget
+// bytes, so that empty directories and links cannot fill the host's disk
+// or make the volume's removal take minutes (10,000 entries and their
+// targets are at most 41 MB of metadata). Neither costs any of the bytes:
+// a guest that writes exactly the quota into new files gets all of it.
 //
 //	b := limits.NewCallBudget(limits.Default())
 //	if !b.Reserve(int64(len(p))) {
@@ -29,14 +32,25 @@ import "sync/atomic"
 type WriteBudget struct {
 	limit      int64
 	used       atomic.Int64
-	maxEntries int64 // 0: no cap on the count (entries still cost bytes)
+	maxEntries int64
 	entries    atomic.Int64
+	linkBytes  atomic.Int64
 }
 
+// MaxLinkTarget is the longest symbolic link target ReserveEntry accepts,
+// in bytes: Linux's PATH_MAX less the NUL it counts, which is what the
+// WASI layer refuses past with ENAMETOOLONG before it gets here.
+const MaxLinkTarget = 4095
+
 // NewCallBudget returns the account of one call under l: l.WriteBudget
-// bytes and at most l.MaxEntries new directory entries.
+// bytes and at most l.MaxEntries new directory entries (DefaultMaxEntries
+// when l.MaxEntries is not positive: entries are never unbounded).
 func NewCallBudget(l Limits) *WriteBudget {
-	return &WriteBudget{limit: l.WriteBudget, maxEntries: int64(max(l.MaxEntries, 0))}
+	maxEntries := int64(l.MaxEntries)
+	if maxEntries <= 0 {
+		maxEntries = DefaultMaxEntries
+	}
+	return &WriteBudget{limit: l.WriteBudget, maxEntries: maxEntries}
 }
 
 // Reserve charges n bytes and reports whether they fit. When they do not,
@@ -63,41 +77,43 @@ func (b *WriteBudget) Refund(n int64) {
 	}
 }
 
-// ReserveEntry charges one new directory entry: one against the cap on
-// entries and EntryCost+extra bytes (extra is a symbolic link's target
-// length). It is all or nothing, like Reserve: when either does not fit,
-// nothing is charged and the caller must not create the entry.
+// ReserveEntry charges one new directory entry against the cap on
+// entries; extra is a symbolic link's target length (0 for any other
+// entry), refused past MaxLinkTarget and counted in LinkBytes. It charges
+// none of the bytes of file data. It is all or nothing, like Reserve: when
+// it reports false, nothing is charged and the caller must not create the
+// entry.
 func (b *WriteBudget) ReserveEntry(extra int64) bool {
-	if b.maxEntries > 0 {
-		for {
-			n := b.entries.Load()
-			if n >= b.maxEntries {
-				return false
-			}
-			if b.entries.CompareAndSwap(n, n+1) {
-				break
-			}
-		}
-	} else {
-		b.entries.Add(1)
-	}
-	if !b.Reserve(EntryCost + max(extra, 0)) {
-		b.entries.Add(-1)
+	if extra > MaxLinkTarget {
 		return false
 	}
+	for {
+		n := b.entries.Load()
+		if n >= b.maxEntries {
+			return false
+		}
+		if b.entries.CompareAndSwap(n, n+1) {
+			break
+		}
+	}
+	b.linkBytes.Add(max(extra, 0))
 	return true
 }
 
 // RefundEntry gives back a ReserveEntry(extra) whose entry was not created.
 func (b *WriteBudget) RefundEntry(extra int64) {
 	b.entries.Add(-1)
-	b.Refund(EntryCost + max(extra, 0))
+	b.linkBytes.Add(-max(extra, 0))
 }
+
+// LinkBytes is the sum of the targets of the symbolic links charged: at
+// most MaxEntries × MaxLinkTarget.
+func (b *WriteBudget) LinkBytes() int64 { return b.linkBytes.Load() }
 
 // Entries is how many directory entries have been charged.
 func (b *WriteBudget) Entries() int64 { return b.entries.Load() }
 
-// MaxEntries is the cap on entries; 0 means none beyond the bytes.
+// MaxEntries is the cap on entries.
 func (b *WriteBudget) MaxEntries() int64 { return b.maxEntries }
 
 // Used is how many bytes have been charged.

@@ -207,39 +207,45 @@ func TestWriteBudgetConcurrentReservationsNeverOvershoot(t *testing.T) {
 	}
 }
 
-func TestEntriesAreChargedAndCapped(t *testing.T) {
+// TestEntriesAreCappedAndCostNoBytes: entries count against their own cap
+// and a link's target against MaxLinkTarget, never against the bytes of
+// file data (a new file's entry once cost 4 KiB of them, and 1 GiB written
+// to a new file got EDQUOT 4 KiB early).
+func TestEntriesAreCappedAndCostNoBytes(t *testing.T) {
 	l := Default()
-	l.WriteBudget, l.MaxEntries = 10*EntryCost, 3
+	l.WriteBudget, l.MaxEntries = 10, 3
 	b := NewCallBudget(l)
 	tests := []struct {
 		name      string
 		extra     int64
 		ok        bool
 		entries   int64
-		usedBytes int64
+		linkBytes int64
 	}{
-		{"a directory", 0, true, 1, EntryCost},
-		{"a symbolic link pays its target", 100, true, 2, 2*EntryCost + 100},
-		{"a target too long for the bytes left", 10 * EntryCost, false, 2, 2*EntryCost + 100},
-		{"the last entry", 0, true, 3, 3*EntryCost + 100},
-		{"past the cap, with bytes to spare", 0, false, 3, 3*EntryCost + 100},
+		{"a directory", 0, true, 1, 0},
+		{"a target one past MaxLinkTarget", MaxLinkTarget + 1, false, 1, 0},
+		{"a target of MaxLinkTarget", MaxLinkTarget, true, 2, MaxLinkTarget},
+		{"the last entry", 0, true, 3, MaxLinkTarget},
+		{"past the cap", 0, false, 3, MaxLinkTarget},
 	}
 	for _, tt := range tests {
-		if got := b.ReserveEntry(tt.extra); got != tt.ok || b.Entries() != tt.entries || b.Used() != tt.usedBytes {
-			t.Fatalf("%s: ReserveEntry = %v, entries %d, used %d; want %v, %d, %d", tt.name, got, b.Entries(), b.Used(), tt.ok, tt.entries, tt.usedBytes)
+		if got := b.ReserveEntry(tt.extra); got != tt.ok || b.Entries() != tt.entries || b.LinkBytes() != tt.linkBytes || b.Used() != 0 {
+			t.Fatalf("%s: ReserveEntry = %v, entries %d, link bytes %d, used %d; want %v, %d, %d, 0", tt.name, got, b.Entries(), b.LinkBytes(), b.Used(), tt.ok, tt.entries, tt.linkBytes)
 		}
 	}
-	b.RefundEntry(100)
-	if b.Entries() != 2 || b.Used() != 2*EntryCost {
-		t.Fatalf("after a refund: entries %d, used %d", b.Entries(), b.Used())
+	b.RefundEntry(MaxLinkTarget)
+	if b.Entries() != 2 || b.LinkBytes() != 0 || b.Used() != 0 {
+		t.Fatalf("after a refund: entries %d, link bytes %d, used %d", b.Entries(), b.LinkBytes(), b.Used())
 	}
-	if b.MaxEntries() != 3 {
-		t.Fatalf("MaxEntries = %d", b.MaxEntries())
+	if b.MaxEntries() != 3 || b.Remaining() != 10 {
+		t.Fatalf("MaxEntries = %d, Remaining = %d", b.MaxEntries(), b.Remaining())
 	}
-	// An account without a cap on the count still charges the bytes.
-	u := NewCallBudget(Limits{WriteBudget: EntryCost})
-	if !u.ReserveEntry(0) || u.ReserveEntry(0) || u.Entries() != 1 {
-		t.Fatalf("uncapped account: entries %d, used %d", u.Entries(), u.Used())
+	// An account made without a cap gets the default one: entries are
+	// never unbounded.
+	for _, n := range []int{0, -1} {
+		if u := NewCallBudget(Limits{WriteBudget: 1, MaxEntries: n}); u.MaxEntries() != DefaultMaxEntries {
+			t.Fatalf("MaxEntries %d: the cap is %d, want %d", n, u.MaxEntries(), DefaultMaxEntries)
+		}
 	}
 }
 
@@ -264,8 +270,8 @@ func TestConcurrentEntriesNeverPassTheCap(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if granted != 500 || b.Entries() != 500 || b.Used() != 500*(EntryCost+1) {
-		t.Fatalf("granted %d, entries %d, used %d", granted, b.Entries(), b.Used())
+	if granted != 500 || b.Entries() != 500 || b.LinkBytes() != 500 || b.Used() != 0 {
+		t.Fatalf("granted %d, entries %d, link bytes %d, used %d", granted, b.Entries(), b.LinkBytes(), b.Used())
 	}
 }
 

@@ -71,9 +71,6 @@ type fsCase struct {
 	check  func(t *testing.T, w world)
 }
 
-// entry is what creating one file charges to the write budget.
-const entry = limits.EntryCost
-
 // Descriptors of the preopens, in ABI order.
 const (
 	fdTmp  = "3"
@@ -168,24 +165,24 @@ func fsCases() []fsCase {
 					t.Errorf("fd_allocate grew the file to %d", s)
 				}
 			}},
-		// Each file a case creates costs limits.EntryCost of its budget.
-		{name: "quota: many small writes", budget: entry + 1000,
+		// The budget is file data only: the files a case creates cost none of it.
+		{name: "quota: many small writes", budget: 1000,
 			ops: []string{"writes:/volume/tmp/f:100:20"}, want: []string{"errno=19"},
 			check: func(t *testing.T, w world) {
-				if s := size(t, w.host("tmp", "f")); s != 1000 || w.budget.Used() != entry+1000 {
-					t.Errorf("size %d, used %d; want 1000, %d", s, w.budget.Used(), entry+1000)
+				if s := size(t, w.host("tmp", "f")); s != 1000 || w.budget.Used() != 1000 {
+					t.Errorf("size %d, used %d; want 1000, %d", s, w.budget.Used(), 1000)
 				}
 			}},
-		{name: "quota: one huge write writes nothing", budget: entry + 1000,
+		{name: "quota: one huge write writes nothing", budget: 1000,
 			ops:  []string{"write:/volume/tmp/f:1001", "size:/volume/tmp/f", "write:/volume/tmp/f:1000"},
 			want: []string{"errno=19", "ok 0", "ok"}},
-		{name: "quota: pwrite at a huge offset", budget: entry + 1000,
+		{name: "quota: pwrite at a huge offset", budget: 1000,
 			ops:  []string{"pwrite:/volume/tmp/f:1000000:1", "size:/volume/tmp/f", "pwrite:/volume/tmp/f:990:10", "size:/volume/tmp/f"},
 			want: []string{"errno=19", "ok 0", "ok", "ok 1000"}},
-		{name: "quota: set_size growth", budget: entry + 1000,
+		{name: "quota: set_size growth", budget: 1000,
 			ops:  []string{"write:/volume/tmp/f:0", "truncate:/volume/tmp/f:5000", "truncate:/volume/tmp/f:600", "truncate:/volume/tmp/f:100", "truncate:/volume/tmp/f:600", "size:/volume/tmp/f"},
 			want: []string{"ok", "errno=19", "ok", "ok", "errno=19", "ok 100"}},
-		{name: "quota: spread over two mounts", budget: 2*entry + 1000,
+		{name: "quota: spread over two mounts", budget: 1000,
 			ops:  []string{"write:/volume/tmp/a:600", "write:/volume/data/b:600", "write:/volume/data/b:400"},
 			want: []string{"ok", "errno=19", "ok"}},
 	}

@@ -220,7 +220,10 @@ func TestSymlinkMovedByRenameOrLinkIsCheckedAgain(t *testing.T) {
 	assertConfined(t, mount)
 }
 
-func TestNewEntriesAreChargedToTheWriteBudget(t *testing.T) {
+// TestNewEntriesAreChargedToTheirCap: every entry a call makes counts one
+// against MaxEntries and a link its target in LinkBytes; none costs a byte
+// of the write budget, which is file data only.
+func TestNewEntriesAreChargedToTheirCap(t *testing.T) {
 	l := limits.Default()
 	l.MaxEntries = 6
 	budget := limits.NewCallBudget(l)
@@ -230,37 +233,36 @@ func TestNewEntriesAreChargedToTheWriteBudget(t *testing.T) {
 		errno, _ := h.call(h.ctx, pathOpen, 3, 1, p, n, uint64(oflags), rightFdRead|rightFdWrite, 0, 0, 100)
 		return errno
 	}
-	const e = limits.EntryCost
 	steps := []struct {
-		name          string
-		do            func() errnum
-		want          errnum
-		entries, used int64
+		name           string
+		do             func() errnum
+		want           errnum
+		entries, links int64
 	}{
-		{"a directory", func() errnum { return h.mkdir(3, "d") }, errnoSuccess, 1, e},
-		{"the same directory again", func() errnum { return h.mkdir(3, "d") }, errnoExist, 1, e},
-		{"a link pays its target too", func() errnum { return h.symlink("d/../../../../x", 3, "bad") }, errnoNotcapable, 1, e},
-		{"a link", func() errnum { return h.symlink("x", 3, "s") }, errnoSuccess, 2, 2*e + 1},
-		{"a file created by path_open", func() errnum { return open("f", oflagCreat) }, errnoSuccess, 3, 3*e + 1},
-		{"opening it again with O_CREAT", func() errnum { return open("f", oflagCreat|oflagTrunc) }, errnoSuccess, 3, 3*e + 1},
-		{"O_EXCL on it", func() errnum { return open("f", oflagCreat|oflagExcl) }, errnoExist, 3, 3*e + 1},
-		{"opening without O_CREAT", func() errnum { return open("x", 0) }, errnoSuccess, 3, 3*e + 1},
-		{"a hard link", func() errnum { return h.link(3, "f", 3, "g") }, errnoSuccess, 4, 4*e + 1},
-		{"a rename makes nothing", func() errnum { return h.rename(3, "g", 3, "h") }, errnoSuccess, 4, 4*e + 1},
+		{"a directory", func() errnum { return h.mkdir(3, "d") }, errnoSuccess, 1, 0},
+		{"the same directory again", func() errnum { return h.mkdir(3, "d") }, errnoExist, 1, 0},
+		{"a refused link is not charged", func() errnum { return h.symlink("d/../../../../x", 3, "bad") }, errnoNotcapable, 1, 0},
+		{"a link", func() errnum { return h.symlink("x", 3, "s") }, errnoSuccess, 2, 1},
+		{"a file created by path_open", func() errnum { return open("f", oflagCreat) }, errnoSuccess, 3, 1},
+		{"opening it again with O_CREAT", func() errnum { return open("f", oflagCreat|oflagTrunc) }, errnoSuccess, 3, 1},
+		{"O_EXCL on it", func() errnum { return open("f", oflagCreat|oflagExcl) }, errnoExist, 3, 1},
+		{"opening without O_CREAT", func() errnum { return open("x", 0) }, errnoSuccess, 3, 1},
+		{"a hard link", func() errnum { return h.link(3, "f", 3, "g") }, errnoSuccess, 4, 1},
+		{"a rename makes nothing", func() errnum { return h.rename(3, "g", 3, "h") }, errnoSuccess, 4, 1},
 		{"a file through a dangling link", func() errnum {
 			h.symlink("made-by-open", 3, "dangling")
 			return open("dangling", oflagCreat)
-		}, errnoSuccess, 6, 6*e + 1 + 12},
-		{"past the cap", func() errnum { return h.mkdir(3, "d2") }, errnoDquot, 6, 6*e + 1 + 12},
-		{"past the cap, an existing name", func() errnum { return h.mkdir(3, "d") }, errnoExist, 6, 6*e + 1 + 12},
-		{"past the cap, a link", func() errnum { return h.symlink("x", 3, "s2") }, errnoDquot, 6, 6*e + 1 + 12},
-		{"past the cap, a file", func() errnum { return open("f2", oflagCreat) }, errnoDquot, 6, 6*e + 1 + 12},
-		{"past the cap, a hard link", func() errnum { return h.link(3, "f", 3, "g2") }, errnoDquot, 6, 6*e + 1 + 12},
+		}, errnoSuccess, 6, 13},
+		{"past the cap", func() errnum { return h.mkdir(3, "d2") }, errnoDquot, 6, 13},
+		{"past the cap, an existing name", func() errnum { return h.mkdir(3, "d") }, errnoExist, 6, 13},
+		{"past the cap, a link", func() errnum { return h.symlink("x", 3, "s2") }, errnoDquot, 6, 13},
+		{"past the cap, a file", func() errnum { return open("f2", oflagCreat) }, errnoDquot, 6, 13},
+		{"past the cap, a hard link", func() errnum { return h.link(3, "f", 3, "g2") }, errnoDquot, 6, 13},
 	}
 	for _, s := range steps {
 		got := s.do()
-		if got != s.want || budget.Entries() != s.entries || budget.Used() != s.used {
-			t.Errorf("%s: errno %d, entries %d, used %d; want %d, %d, %d", s.name, got, budget.Entries(), budget.Used(), s.want, s.entries, s.used)
+		if got != s.want || budget.Entries() != s.entries || budget.LinkBytes() != s.links || budget.Used() != 0 {
+			t.Errorf("%s: errno %d, entries %d, link bytes %d, used %d; want %d, %d, %d, 0", s.name, got, budget.Entries(), budget.LinkBytes(), budget.Used(), s.want, s.entries, s.links)
 		}
 	}
 	for _, n := range []string{"d2", "s2", "f2", "g2"} {
@@ -268,16 +270,16 @@ func TestNewEntriesAreChargedToTheWriteBudget(t *testing.T) {
 			t.Errorf("%s was created past the cap", n)
 		}
 	}
-	// Bytes run out before the cap does: an entry costs EntryCost.
+	// Entries cost no bytes: a call whose budget is one byte makes them.
 	small := limits.Default()
-	small.WriteBudget = e + 100
+	small.WriteBudget = 1
 	b2 := limits.NewCallBudget(small)
 	h2, _ := linkBench(t, b2)
 	if got := h2.mkdir(3, "a"); got != errnoSuccess {
-		t.Fatalf("first directory: %d", got)
+		t.Fatalf("a directory on a one-byte budget: %d", got)
 	}
-	if got := h2.symlink("x", 3, "l"); got != errnoDquot || b2.Used() != e {
-		t.Fatalf("a link over the bytes left: errno %d, used %d", got, b2.Used())
+	if got := h2.symlink("x", 3, "l"); got != errnoSuccess || b2.Used() != 0 || b2.Entries() != 2 {
+		t.Fatalf("a link on a one-byte budget: errno %d, used %d, entries %d", got, b2.Used(), b2.Entries())
 	}
 }
 

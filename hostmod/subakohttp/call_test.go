@@ -136,8 +136,8 @@ func TestFileOutputStreamsAndCounts(t *testing.T) {
 	if sha256.Sum256(files.read(t, "/volume/tmp/out.bin")) != sha256.Sum256(payload) {
 		t.Fatal("file content differs")
 	}
-	if want := int64(len(payload)) + limits.EntryCost; budget.Used() != want { // the body and the new file's entry
-		t.Fatalf("budget used %d, want %d", budget.Used(), want)
+	if want := int64(len(payload)); budget.Used() != want || budget.Entries() != 1 { // the body; the new file's entry has its own cap
+		t.Fatalf("budget used %d bytes and %d entries, want %d and 1", budget.Used(), budget.Entries(), want)
 	}
 	want := `{"ok":{"status":200,"headers":{`
 	if !strings.HasPrefix(r.raw, want) || !strings.HasSuffix(r.raw, `"body":{"type":"file","path":"/volume/tmp/out.bin","bytes":1228800}}}`) {
@@ -311,9 +311,10 @@ func TestFileCopiesStopWithTheCallContext(t *testing.T) {
 }
 
 // A file output that creates a file makes a directory entry, as the WASI
-// layer's creations do: it costs limits.EntryCost bytes and one of the
-// call's MaxEntries, so downloads cannot fill a volume with empty files
-// past the cap. Writing again into an existing file costs no entry.
+// layer's creations do: it costs one of the call's MaxEntries (and no
+// byte of the write budget, which is file data only), so downloads cannot
+// fill a volume with empty files past the cap. Writing again into an
+// existing file costs no entry.
 func TestFileOutputsChargeTheirDirectoryEntry(t *testing.T) {
 	s := newServer(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "x") })
 	files := newDirFiles(t)
@@ -325,8 +326,8 @@ func TestFileOutputsChargeTheirDirectoryEntry(t *testing.T) {
 	wantOK(t, get("/volume/tmp/a"))
 	wantOK(t, get("/volume/tmp/a")) // the same file again: no new entry
 	wantOK(t, get("/volume/data/b"))
-	if budget.Entries() != 2 || budget.Used() != 2*limits.EntryCost+3 {
-		t.Fatalf("%d entries and %d bytes charged, want 2 and %d", budget.Entries(), budget.Used(), 2*limits.EntryCost+3)
+	if budget.Entries() != 2 || budget.Used() != 3 {
+		t.Fatalf("%d entries and %d bytes charged, want 2 and 3", budget.Entries(), budget.Used())
 	}
 	wantKind(t, get("/volume/tmp/c"), KindWriteBudget)
 	if h, _ := files.host("/volume/tmp/c"); !notExist(h) {
