@@ -654,8 +654,9 @@ func (w stdoutWriter) Write(p []byte) (int, error) {
 }
 
 // newRequestID returns an unpredictable id, a string or an integer at
-// random (docs/abi.md §3). Integers stay below 2^53 so guests that parse
-// JSON numbers as doubles echo them exactly; `check` probes larger ones.
+// random (docs/abi.md §3). Integers stay within 1..protocol.MaxIntID
+// (2^31-1), which every mainstream JSON library echoes exactly; `check`
+// probes larger ones.
 func newRequestID() protocol.ID {
 	var coin [1]byte
 	_, _ = rand.Read(coin[:])
