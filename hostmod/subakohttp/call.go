@@ -20,6 +20,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 	"unicode/utf8"
 
 	"go.uber.org/zap"
@@ -96,6 +97,54 @@ type Call struct {
 	held []byte // nil when nothing is held
 
 	requests, sent, received atomic.Int64
+
+	recMu   sync.Mutex
+	records []RequestRecord // at most maxRecords
+	dropped int             // records past maxRecords
+}
+
+// maxRecords bounds what one instance keeps of its requests for tracing: a
+// guest looping over requests must not make the host keep a record each.
+const maxRecords = 64
+
+// RequestRecord is one request the guest made through subako_http, as a
+// trace shows it: where to and how it ended, never the URL's path or
+// query, a header, a credential or a body.
+type RequestRecord struct {
+	// Method, Scheme, Host and Port are the request's, as the guest asked
+	// (the first hop); empty (0) when the request did not parse.
+	Method, Scheme, Host string
+	Port                 int
+	// Status is the final response's status code; 0 when none arrived.
+	Status int
+	// ErrorKind is the error's kind when the request failed; "" when it
+	// answered ok.
+	ErrorKind Kind
+	// Redirects is the number of redirects followed.
+	Redirects int
+	// BytesSent and BytesReceived count the body bytes of every hop.
+	BytesSent, BytesReceived int64
+	// Start is when the host began the request; Duration how long it took.
+	Start    time.Time
+	Duration time.Duration
+}
+
+// Records returns the requests the instance made so far (at most 64, in
+// order) and how many more it made that were not kept.
+func (c *Call) Records() ([]RequestRecord, int) {
+	c.recMu.Lock()
+	defer c.recMu.Unlock()
+	return append([]RequestRecord(nil), c.records...), c.dropped
+}
+
+func (c *Call) record(r RequestRecord) {
+	c.recMu.Lock()
+	defer c.recMu.Unlock()
+	if len(c.records) >= maxRecords {
+		c.dropped++
+		return
+	}
+	c.records = append(c.records, r)
 }
 
 // NewCall prepares one instance's HTTP state.
@@ -159,7 +208,15 @@ func callFrom(ctx context.Context) *Call {
 // document: {"ok":{...}} or {"error":{"kind":...,"message":...}}. It is the
 // core of the request host function.
 func (c *Call) Do(ctx context.Context, request []byte) []byte {
-	ok, e := c.do(ctx, request)
+	rec := RequestRecord{Start: time.Now()}
+	sent, received := c.sent.Load(), c.received.Load()
+	ok, e := c.do(ctx, request, &rec)
+	rec.Duration = time.Since(rec.Start)
+	rec.BytesSent, rec.BytesReceived = c.sent.Load()-sent, c.received.Load()-received
+	if e != nil {
+		rec.ErrorKind = e.Kind
+	}
+	c.record(rec)
 	if e != nil {
 		c.log.Debug("subako_http request failed", zap.String("kind", string(e.Kind)))
 		return errorResponse(e)
@@ -167,7 +224,7 @@ func (c *Call) Do(ctx context.Context, request []byte) []byte {
 	return marshalCompact(map[string]any{"ok": ok})
 }
 
-func (c *Call) do(ctx context.Context, doc []byte) (*okResponse, *Error) {
+func (c *Call) do(ctx context.Context, doc []byte, rec *RequestRecord) (*okResponse, *Error) {
 	if c.policy.denyMessage != "" {
 		return nil, errorf(KindHostNotAllowed, c.policy.denyMessage)
 	}
@@ -175,6 +232,7 @@ func (c *Call) do(ctx context.Context, doc []byte) (*okResponse, *Error) {
 	if e != nil {
 		return nil, e
 	}
+	rec.Method, rec.Scheme, rec.Host, rec.Port = r.method, r.url.Scheme, r.host.String(), r.port
 	if c.policy.match(r.url.Scheme, r.host, r.port) == nil {
 		return nil, c.policy.notAllowed(r.url.Scheme, r.host, r.port, false)
 	}
@@ -197,11 +255,12 @@ func (c *Call) do(ctx context.Context, doc []byte) (*okResponse, *Error) {
 		defer f.Close()
 		out = f
 	}
-	resp, e := c.roundTrips(ctx, r, body)
+	resp, e := c.roundTrips(ctx, r, body, &rec.Redirects)
 	if e != nil {
 		truncateOutput(out)
 		return nil, e
 	}
+	rec.Status = resp.StatusCode
 	defer resp.Body.Close()
 	ok, e := c.readResponse(ctx, r, resp, out)
 	if e != nil {
@@ -368,7 +427,7 @@ var bodyHeaders = []string{"content-type", "content-encoding", "content-language
 
 // roundTrips sends the request and follows redirects hop by hop, checking
 // every hop against the allowlist; the destination check runs in the dialer.
-func (c *Call) roundTrips(ctx context.Context, r *parsedRequest, body *bodySource) (*http.Response, *Error) {
+func (c *Call) roundTrips(ctx context.Context, r *parsedRequest, body *bodySource, redirects *int) (*http.Response, *Error) {
 	cur, host, port := r.url, r.host, r.port
 	method := r.method
 	sendBody := body.present()
@@ -452,6 +511,7 @@ func (c *Call) roundTrips(ctx context.Context, r *parsedRequest, body *bodySourc
 			return nil, errorf(KindHostNotAllowed, fmt.Sprintf("%s redirected to a URL that cannot be followed (%s)", host, e.Message))
 		}
 		cur, host, port = n, nh, np
+		*redirects = hop + 1
 	}
 }
 
