@@ -31,11 +31,7 @@ func (in *Instance) dirFor(fd uint32, right uint64) (*fdEntry, errnum) {
 // and the path must be readable from guest memory. root is the directory's
 // (dirRoot).
 func (in *Instance) dirPath(m memory, a pathArg) (dir *fdEntry, root *os.Root, name string, errno errnum) {
-	dir, errno = in.dirFor(a.fd, a.right)
-	if errno != errnoSuccess {
-		return nil, nil, "", errno
-	}
-	name, errno = readPath(m, a.ptr, a.len)
+	dir, name, errno = in.dirAndPath(m, a)
 	if errno != errnoSuccess {
 		return nil, nil, "", errno
 	}
@@ -56,10 +52,30 @@ func readPath(m memory, ptr, n uint32) (string, errnum) {
 		return "", errnoNoent
 	case strings.IndexByte(s, 0) >= 0:
 		return "", errnoInval
-	case strings.HasPrefix(s, "/"):
+	case strings.HasPrefix(s, "/"), climbsFirst(s):
 		return "", errnoNotcapable
 	}
 	return s, errnoSuccess
+}
+
+// climbsFirst reports whether p's first component other than "." is "..":
+// such a path leaves its directory whatever the names after it are, so it
+// is refused here, before os.Root (the second line, which refuses it too)
+// is reached. A ".." after a name is left to os.Root, which resolves it
+// through links as the kernel does.
+func climbsFirst(p string) bool {
+	for p != "" {
+		c, rest, _ := strings.Cut(p, "/")
+		switch c {
+		case "..":
+			return true
+		case ".", "":
+			p = rest
+		default:
+			return false
+		}
+	}
+	return false
 }
 
 // readName copies the guest string [ptr, ptr+n) when it is in memory
@@ -429,6 +445,17 @@ func isDirAt(root *os.Root, name string) bool {
 	return err == nil && info.IsDir()
 }
 
+// dirAndPath checks a path operand as dirPath does, without reaching the
+// directory's mount.
+func (in *Instance) dirAndPath(m memory, a pathArg) (*fdEntry, string, errnum) {
+	dir, errno := in.dirFor(a.fd, a.right)
+	if errno != errnoSuccess {
+		return nil, "", errno
+	}
+	name, errno := readPath(m, a.ptr, a.len)
+	return dir, name, errno
+}
+
 // pathArg is one (directory fd, path) operand of a path_* function.
 type pathArg struct {
 	fd    uint32
@@ -442,11 +469,12 @@ type pathArg struct {
 // must lie in one mount (twoDirs), in whose root they are returned.
 func (in *Instance) twoWritablePaths(mod api.Module, from, to pathArg) (*os.Root, string, string, errnum) {
 	m := memOf(mod)
-	a, _, oldName, errno := in.dirPath(m, from)
+	// Both operands are read before either mount is reached (twoDirs).
+	a, oldName, errno := in.dirAndPath(m, from)
 	if errno != errnoSuccess {
 		return nil, "", "", errno
 	}
-	b, _, newName, errno := in.dirPath(m, to)
+	b, newName, errno := in.dirAndPath(m, to)
 	if errno != errnoSuccess {
 		return nil, "", "", errno
 	}
