@@ -7,7 +7,7 @@ BIN       := bin/subako-runner
 DEMO_PKG  := testdata/packages/greet
 GUESTS    := testdata/guests
 
-.PHONY: all build demo test test-short fmt-check vet fixtures bench fuzz clean wasi-testsuite mcp-clients
+.PHONY: all build demo test test-short fmt-check vet fixtures bench fuzz clean wasi-testsuite mcp-clients mutants gremlins
 
 all: build
 
@@ -86,6 +86,22 @@ bench:
 wasi-testsuite: build
 	@if [ -z "$(WASI_TESTSUITE)" ]; then echo "set WASI_TESTSUITE to a copy of the wasi-testsuite (its tests/ directory or above)"; exit 2; fi
 	$(GO) run ./internal/wasitestsuite -runner $(BIN) $(WASI_TESTSUITE)
+
+# Mutation testing (internal/mutants): plants each kept one-line bug in
+# the security code (ranges and allowlist, write budget, WASI path and link
+# rules, mount prefixes) through go test -overlay and expects its package's
+# tests to fail; prints the score and the survivors. About 15 minutes.
+#   make mutants MUTANTS=budget     only the mutants whose id contains it
+MUTANTS ?= all
+mutants:
+	SUBAKO_MUTANTS=$(MUTANTS) SUBAKO_TEST_COMPILATION_CACHE=$(TEST_CACHE) $(GO) test -count=1 -v -timeout 90m -run TestMutantsAreKilled ./internal/mutants
+
+# The generic operator mutants of go-gremlins over the small packages of
+# security decisions (their whole test suites are fast).
+GREMLINS := github.com/go-gremlins/gremlins/cmd/gremlins@v0.6.0
+gremlins:
+	$(GO) run $(GREMLINS) unleash --workers 1 ./limits
+	$(GO) run $(GREMLINS) unleash --workers 1 ./fsmount
 
 clean:
 	rm -rf bin $(DEMO_PKG)/module.wasm
