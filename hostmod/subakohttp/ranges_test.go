@@ -288,3 +288,37 @@ func TestNonPublicRefusesOddForms(t *testing.T) {
 		}
 	}
 }
+
+// TestWildcardNeverReachesUnderItsOwnSuffix is the second line behind
+// NewPolicy's refusal of wildcards on public suffixes: an entry that got
+// past it (built here directly) still matches no name whose public
+// suffix is its domain or lies below it, and matches a plain registered
+// domain's names.
+func TestWildcardNeverReachesUnderItsOwnSuffix(t *testing.T) {
+	tests := []struct {
+		domain, host string
+		want         bool
+	}{
+		{"github.io", "user.github.io", false},         // the suffix is the domain itself
+		{"amazonaws.com", "b.s3.amazonaws.com", false}, // a suffix below the domain
+		{"example.com", "a.example.com", true},         // a registered domain's name
+		{"example.com", "a.b.example.com", true},       // deeper under it
+		{"kawasaki.jp", "city.kawasaki.jp", false},     // an exception rule: the suffix is kawasaki.jp
+		{"kawasaki.jp", "x.city.kawasaki.jp", false},   // under it too
+		{"s3.amazonaws.com", "b.s3.amazonaws.com", false},
+	}
+	for _, tt := range tests {
+		d, err := normalizeHost(tt.domain)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := normalizeHost(tt.host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := &entry{wildcard: true, host: d}
+		if got := e.matches("https", h, 443); got != tt.want {
+			t.Errorf("*.%s matches %s = %v, want %v", tt.domain, tt.host, got, tt.want)
+		}
+	}
+}
