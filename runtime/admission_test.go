@@ -40,7 +40,7 @@ func TestAdmissionQueuesCallsBeyondTheLimit(t *testing.T) {
 	t.Cleanup(func() { rt.Close(context.Background()) })
 	pkg := load(t, rt, "../testdata/packages/cgreet")
 
-	held, err := rt.admit.admit(context.Background())
+	held, _, err := rt.admit.admit(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func TestAdmissionWaitEndsWithTheContext(t *testing.T) {
 	}
 	t.Cleanup(func() { rt.Close(context.Background()) })
 	pkg := load(t, rt, "../testdata/packages/cgreet")
-	held, err := rt.admit.admit(context.Background())
+	held, _, err := rt.admit.admit(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -60,6 +60,13 @@ const (
 	// ended the call and Call returned that error, so the run is no
 	// verdict on the module (count it apart from crashes).
 	OutcomeCanceled Outcome = "canceled"
+	// OutcomeRefused is only ever in a CallEvent: the host refused the call
+	// before running the module (Call returned a *CallError; CallEvent.Code
+	// is its code).
+	OutcomeRefused Outcome = "refused"
+	// OutcomeError is only ever in a CallEvent: the host could not run the
+	// call (Call returned another error, ErrClosed among them).
+	OutcomeError Outcome = "error"
 )
 
 // Stats are the resources one call used.
@@ -152,14 +159,52 @@ func (r *Result) Release() error {
 
 // Call runs one tools/call in a fresh instance. An error means the host
 // refused the call (a *CallError: unknown tool, arguments not an object),
-// could not run it (unreadable directories, bad limits), or ctx ended
-// before the call was done (errors.Is(err, context.Canceled) or
-// context.DeadlineExceeded: the caller's, not the call's own timeout limit,
-// which is the crash "timeout"); a module that misbehaves yields a Result
-// with OutcomeCrashed.
+// could not run it (unreadable directories, bad limits), the runtime was
+// closed (errors.Is(err, ErrClosed)), or ctx ended before the call was done
+// (errors.Is(err, context.Canceled) or context.DeadlineExceeded, and the
+// context's cause when it has one: the caller's, not the call's own timeout
+// limit, which is the crash "timeout"); a module that misbehaves yields a
+// Result with OutcomeCrashed.
+//
+// Every Call, refused or not, ends in exactly one Observer event (and one
+// log line), whatever it returns.
 func (p *Package) Call(ctx context.Context, req CallRequest) (*Result, error) {
+	// WithLazy: the fields are encoded only if the call logs something.
+	log := p.rt.log.WithLazy(zap.String("package", p.name), zap.String("tool", req.Tool))
+	e := CallEvent{Package: p.name, Tool: req.Tool}
+	res, err := p.callOnce(ctx, req, log, &e)
+	if err != nil {
+		e.Outcome, e.Code = errorOutcome(ctx, err)
+	}
+	p.rt.reportCall(ctx, log, e)
+	return res, err
+}
+
+// errorOutcome is the event outcome of a call that returned err: refused
+// by the host (with its code), canceled by the caller, or a host error
+// (the runtime closed, a directory it could not open).
+func errorOutcome(ctx context.Context, err error) (Outcome, string) {
+	var cerr *CallError
+	switch {
+	case errors.As(err, &cerr):
+		return OutcomeRefused, cerr.Code
+	case errors.Is(err, ErrClosed):
+		return OutcomeError, ""
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		return OutcomeCanceled, ""
+	default:
+		return OutcomeError, ""
+	}
+}
+
+// callOnce is Call without its report: it fills e on success (and its
+// stats whenever an instance ran).
+func (p *Package) callOnce(ctx context.Context, req CallRequest, log *zap.Logger, e *CallEvent) (*Result, error) {
 	if err := canceled(ctx, "call "+req.Tool); err != nil {
 		return nil, err
+	}
+	if p.rt.admit.isClosed() {
+		return nil, closedError("call " + req.Tool)
 	}
 	if _, ok := p.tools.Lookup(req.Tool); !ok {
 		return nil, &CallError{CodeUnknownTool, fmt.Sprintf("package %s has no tool %q (it lists %s)", p.name, req.Tool, strings.Join(p.toolNames(), ", "))}
@@ -185,7 +230,7 @@ func (p *Package) Call(ctx context.Context, req CallRequest) (*Result, error) {
 		}
 		res.TmpDir, res.volumes = dir, p.rt.volumes
 	}
-	err = p.call(ctx, req.Tool, args, req, lim, res)
+	err = p.call(ctx, req.Tool, args, req, lim, res, log, e)
 	if err != nil {
 		res.Release()
 		return nil, err
@@ -239,11 +284,15 @@ func (c *callRun) finish() *Crash {
 // instance, not started yet (session.start or runHere). With discovery set
 // it is set up as discovery is: only /package, no volume, no network, the
 // discovery deadline.
+//
+// The instance runs under ctx and also ends, with cause ErrClosed, when the
+// runtime closes; an error from waiting for its turn names what ended it
+// (admitError).
 func (p *Package) startCall(ctx context.Context, req CallRequest, tmp string, lim limits.Limits, discovery bool, log *zap.Logger) (*callRun, error) {
 	// The call's clocks start once it has its turn: waiting is not its time.
-	place, err := p.rt.admit.admit(ctx)
+	place, ictx, err := p.rt.admit.admit(ctx)
 	if err != nil {
-		return nil, err
+		return nil, admitError(ctx, err)
 	}
 	c := &callRun{started: time.Now(), place: place, gone: make(chan struct{})}
 	layout := fsmount.Layout{Tmp: tmp, Data: req.Data, Skills: req.Skills}
@@ -265,7 +314,7 @@ func (p *Package) startCall(ctx context.Context, req CallRequest, tmp string, li
 	c.http = subakohttp.NewCall(subakohttp.CallConfig{
 		Policy: policy, Files: volumeFiles{mounts}, Budget: c.budget, Limits: lim, Logger: log,
 	})
-	c.s = p.rt.newSession(ctx, instanceConfig{
+	c.s = p.rt.newSession(ictx, instanceConfig{
 		compiled:      p.checked.compiled,
 		initialMemory: p.checked.initialMemory,
 		limits:        lim,
@@ -275,6 +324,19 @@ func (p *Package) startCall(ctx context.Context, req CallRequest, tmp string, li
 		ended:         func() { place.done(); close(c.gone) },
 	}, log)
 	return c, nil
+}
+
+// admitError is the error of a place refused by admission: ErrClosed as
+// it is (the caller names the call), or the caller's cancellation with
+// its cause.
+func admitError(ctx context.Context, err error) error {
+	if errors.Is(err, ErrClosed) {
+		return err
+	}
+	if cerr := canceled(ctx, "waiting for its turn to run"); cerr != nil {
+		return cerr
+	}
+	return err
 }
 
 // openMounts opens the mounts of one instance. With shared set, /package
@@ -348,16 +410,17 @@ func (rt *Runtime) limitsFor(override *limits.Limits) (limits.Limits, error) {
 	return *override, nil
 }
 
-func (p *Package) call(ctx context.Context, tool string, args json.RawMessage, req CallRequest, lim limits.Limits, res *Result) error {
-	// WithLazy: the fields are encoded only if the call logs something.
-	log := p.rt.log.WithLazy(zap.String("package", p.name), zap.String("tool", tool))
+func (p *Package) call(ctx context.Context, tool string, args json.RawMessage, req CallRequest, lim limits.Limits, res *Result, log *zap.Logger, e *CallEvent) error {
 	params, err := protocol.ToolsCallParams(tool, args)
 	if err != nil {
 		return &CallError{CodeBadArguments, err.Error()}
 	}
 	c, err := p.startCall(ctx, req, res.TmpDir, lim, false, log)
 	if err != nil {
-		return err
+		if errors.Is(err, ErrClosed) {
+			return closedError("call " + tool)
+		}
+		return fmt.Errorf("call %s: %w", tool, err)
 	}
 	res.mounts = c.mounts
 	defer c.mounts.Close()
@@ -385,11 +448,19 @@ func (p *Package) call(ctx context.Context, tool string, args json.RawMessage, r
 	// A guest still running could write into /volume/tmp after Release:
 	// such a directory must never go back to the pool.
 	res.reuse = c.awaitGone()
+	e.Stats = res.Stats
 	if err := s.interrupted(); err != nil {
-		// The caller ended the call: whatever the instance did last says
-		// nothing about the module.
-		p.rt.reportCall(ctx, log, CallEvent{Package: p.name, Tool: tool, Outcome: OutcomeCanceled, Stats: res.Stats})
+		// The caller ended the call, or the runtime closed: whatever the
+		// instance did last says nothing about the module.
+		if errors.Is(err, ErrClosed) {
+			return closedError("call " + tool)
+		}
 		return fmt.Errorf("call %s: %w", tool, err)
+	}
+	if crash != nil && p.rt.admit.isClosed() {
+		// Close gave up waiting for the instance (its context ended) and
+		// the engine's close cut it off: the host's shutdown, not a crash.
+		return closedError("call " + tool)
 	}
 	switch {
 	case crash != nil:
@@ -403,11 +474,10 @@ func (p *Package) call(ctx context.Context, tool string, args json.RawMessage, r
 	if crash == nil {
 		res.View = protocol.BuildView(res.Parsed, volumeFiles{c.mounts})
 	}
-	e := CallEvent{Package: p.name, Tool: tool, Outcome: res.Outcome, Stats: res.Stats}
+	e.Outcome = res.Outcome
 	if crash != nil {
 		e.Crash = crash.Reason
 	}
-	p.rt.reportCall(ctx, log, e)
 	return nil
 }
 

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 	"time"
@@ -54,8 +55,13 @@ type CommandResult struct {
 // checks needed to run safely are applied (imports the host provides,
 // memory within the limit); use Validate for the upload checks. A module
 // that imports what the host does not provide is a *LinkError, before
-// anything runs. When ctx ends the run, the error wraps ctx.Err().
+// anything runs. When ctx ends the run, the error wraps ctx.Err(). The
+// command waits for its turn among Config.MaxInstances as calls do; after
+// Runtime.Close the error is ErrClosed.
 func (rt *Runtime) RunCommand(ctx context.Context, path string, cmd Command) (*CommandResult, error) {
+	if rt.admit.isClosed() {
+		return nil, closedError("run " + path)
+	}
 	lim, err := rt.limitsFor(cmd.Limits)
 	if err != nil {
 		return nil, err
@@ -81,6 +87,16 @@ func (rt *Runtime) RunCommand(ctx context.Context, path string, cmd Command) (*C
 	if err := initialMemoryFits(initialMemory(compiled), lim.Memory); err != nil {
 		return nil, err
 	}
+	// A command is an instance like a call's: it takes its turn among
+	// Config.MaxInstances, and its clock starts when it has it.
+	place, actx, err := rt.admit.admit(ctx)
+	if err != nil {
+		if errors.Is(err, ErrClosed) {
+			return nil, closedError("run " + path)
+		}
+		return nil, fmt.Errorf("run %s: %w", path, admitError(ctx, err))
+	}
+	defer place.done() // deferred first: runs last, once the instance and its memory are gone
 	mounts, err := fsmount.Open(cmd.Mounts)
 	if err != nil {
 		return nil, err
@@ -107,8 +123,8 @@ func (rt *Runtime) RunCommand(ctx context.Context, path string, cmd Command) (*C
 	defer inst.Close()
 
 	started := time.Now()
-	parent := ctx
-	ctx, cancel := context.WithDeadlineCause(ctx, started.Add(lim.CallTimeout), errDeadline)
+	parent := actx
+	ctx, cancel := context.WithDeadlineCause(actx, started.Add(lim.CallTimeout), errDeadline)
 	defer cancel()
 	if cmd.Stdin != nil {
 		stop, _ := copyStdin(stdin, cmd.Stdin)
@@ -124,10 +140,18 @@ func (rt *Runtime) RunCommand(ctx context.Context, path string, cmd Command) (*C
 	err = rt.runInstance(ictx, compiled)
 	memory.release()
 	if err != nil && parent.Err() != nil && !hostCause(context.Cause(ctx)) {
+		if context.Cause(parent) == ErrClosed {
+			return nil, closedError("run " + path)
+		}
 		return nil, canceled(parent, "run "+path)
+	}
+	if err != nil && rt.admit.isClosed() {
+		return nil, closedError("run " + path) // the engine's close cut it off
 	}
 
 	res := &CommandResult{Stats: instanceStats(started, memory, budget, httpCall, meter)}
+	res.Stats.QueueWait, res.Stats.Queued = place.wait, place.queued
+	res.Stats.QueueWaitMs = float64(place.wait.Microseconds()) / 1000
 	var exit *sys.ExitError
 	if res.Crash = endCrash(err, context.Cause(ctx), meter, memory, lim, time.Since(started)); res.Crash == nil && errors.As(err, &exit) {
 		res.ExitCode = exit.ExitCode()

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -141,6 +142,18 @@ const (
 	CodeUnknownTool  = "unknown_tool"
 	CodeBadArguments = "bad_arguments"
 )
+
+// ErrClosed is the error of every entry point (Load, Validate, Discover,
+// Open, RunCommand, Package.Call, Package.Probe) once Runtime.Close has
+// begun: errors.Is(err, ErrClosed) finds it. A runtime shutting down is the
+// host's state, never a verdict on a package: work that Close interrupts
+// (a call waiting for its turn, an instance running) ends with this error
+// too, not with a rejection or a crashed Result.
+var ErrClosed = errors.New("subako runtime closed")
+
+// closedError is the error of what, refused or ended because the runtime
+// closed.
+func closedError(what string) error { return fmt.Errorf("%s: %w", what, ErrClosed) }
 
 // canceled is the error of work that the caller's context ended before it
 // was done. It wraps ctx.Err(), so errors.Is finds context.Canceled or

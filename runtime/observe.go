@@ -40,16 +40,28 @@ type UploadEvent struct {
 	Duration time.Duration
 }
 
-// CallEvent describes one call that ran.
+// CallEvent describes one Package.Call: every Call, whether it ran,
+// was refused or failed, ends in exactly one event.
 type CallEvent struct {
 	Package string
-	Tool    string
-	// Outcome is the call's Outcome, or OutcomeCanceled when the caller's
-	// context ended the call (Call returned that error): count it apart
-	// from crashes, it says nothing about the module.
+	// Tool is the tool the call asked for (it may be unknown to the
+	// package when Outcome is OutcomeRefused).
+	Tool string
+	// Outcome is the call's Outcome when Call returned a Result. When Call
+	// returned an error it is OutcomeRefused (a *CallError: unknown tool,
+	// bad arguments), OutcomeCanceled (the caller's context ended the call,
+	// while it waited for its turn or ran), or OutcomeError (the host could
+	// not run it: the runtime closed, a directory could not be opened).
+	// Count the last three apart from crashes: they say nothing about the
+	// module.
 	Outcome Outcome
 	// Crash is the crash code, empty unless Outcome is OutcomeCrashed.
 	Crash string
+	// Code is the refusal code (unknown_tool, bad_arguments), empty unless
+	// Outcome is OutcomeRefused.
+	Code string
+	// Stats are the resources the instance used; zero when no instance
+	// ran.
 	Stats Stats
 }
 
@@ -113,6 +125,9 @@ func callFields(e CallEvent) []zap.Field {
 	}
 	if e.Crash != "" {
 		fields = append(fields, zap.String("crash", e.Crash))
+	}
+	if e.Code != "" {
+		fields = append(fields, zap.String("code", e.Code))
 	}
 	return fields
 }

@@ -189,9 +189,13 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 // first, Close returns ctx.Err() and leaves the runtime to them, which is
 // what a process exiting on a signal wants.
 func (rt *Runtime) Close(ctx context.Context) error {
+	// From here every entry point returns ErrClosed, and the instances
+	// running are stopped through their contexts (admission.close).
+	instances := rt.admit.close()
 	idle := make(chan struct{})
 	go func() {
 		rt.compiling.Wait()
+		<-instances
 		close(idle)
 	}()
 	select {
@@ -279,6 +283,9 @@ func (r *codeRefs) release(ctx context.Context) error {
 func (rt *Runtime) Validate(ctx context.Context, path string) (*Checked, error) {
 	if err := canceled(ctx, "validate "+path); err != nil {
 		return nil, err
+	}
+	if rt.admit.isClosed() {
+		return nil, closedError("validate " + path)
 	}
 	src, err := ReadSource(path, rt.limits.ModuleSize)
 	if err != nil {
