@@ -194,6 +194,9 @@ func (rt *Runtime) Open(ctx context.Context, a *Artifact, path string) (*Package
 	if err := canceled(ctx, "open "+path); err != nil {
 		return nil, err
 	}
+	if rt.admit.isClosed() {
+		return nil, closedError("open " + path)
+	}
 	if a.Format != ArtifactFormat {
 		return nil, fmt.Errorf("the artifact has format %d; this runner (%s) opens format %d: upload the package again", a.Format, Version, ArtifactFormat)
 	}

@@ -385,7 +385,7 @@ func (rt *Runtime) compileWith(ctx context.Context, wz wazero.Runtime, wasm []by
 		if rt.beforeCompile != nil {
 			rt.beforeCompile()
 		}
-		c, err := wz.CompileModule(context.WithoutCancel(ctx), wasm)
+		c, err := rt.compileCached(context.WithoutCancel(ctx), wz, wasm) // cachefault.go
 		mu.Lock()
 		defer mu.Unlock()
 		if gaveUp {
@@ -415,6 +415,9 @@ func (rt *Runtime) compileWith(ctx context.Context, wz wazero.Runtime, wasm []by
 		if r.err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
+			}
+			if host := (*hostCompileError)(nil); errors.As(r.err, &host) {
+				return nil, host.err // the host's fault, not the module's
 			}
 			return nil, &RejectedError{Rejections: []Rejection{{CodeInvalidModule, fmt.Sprintf("%s: %v", what, r.err)}}}
 		}
