@@ -110,6 +110,52 @@ type Structure struct {
 	// DataSegments is the most data segments (each costs host memory in
 	// every instance). The decoder's own limit is 100,000.
 	DataSegments int
+
+	// The bounds below were found by a generator sweep over wazero 1.12's
+	// compiler (internal/modcheck's TestCompileCostAtLimits); each cost
+	// counts what the compiler does, not what the module spends bytes on,
+	// because a few bytes of declaration multiply against the rest.
+
+	// Globals is the most globals a module may define. Every instance
+	// holds each one, and every function's compilation declares each one.
+	Globals int
+	// GlobalCost bounds the sum over functions of the globals they declare
+	// (all of them) plus the mutable globals times the function's call
+	// sites: wazero reloads every mutable global after every call, so
+	// 100,000 globals and 100 calls took 8.4 s and 1.75 GB. The meter's two
+	// mutable globals and its refuel call (one per loop and function entry)
+	// are counted, since the metered module is what compiles. About 0.5 µs
+	// and 180 bytes a reload.
+	GlobalCost int64
+	// Locals is the most locals, parameters included, of all functions
+	// together: each is a zero constant at its function's entry (about
+	// 0.2 µs and 70 bytes a local).
+	Locals int64
+	// LocalCost bounds the sum over functions of the square of their
+	// locals (parameters and the meter's counter included) times their
+	// blocks plus one: wazero's SSA construction puts a phi for every
+	// local read after a merge and resolves them in time quadratic in the
+	// locals (50,000 locals and 20 blocks in one function: 85 s). About
+	// 2.4e-9 s of CPU a unit.
+	LocalCost int64
+	// BrTableCost bounds the sum over all br_tables of the square of
+	// their label count: wazero lowers a br_table in time quadratic in its
+	// labels (65,536 labels: 3.4 s each). About 1e-9 s a unit; the
+	// default admits one br_table of BrTableTargets labels.
+	BrTableCost int64
+	// Types is the most function types.
+	Types int
+	// TypeArity is the most parameters, and the most results, of one
+	// function type (1,000 in V8 and SpiderMonkey).
+	TypeArity int
+	// TableElements is the most elements the module's tables may start
+	// with, all tables together. wazero keeps a table on the Go heap (8
+	// bytes an element), allocated at every instantiation, so without
+	// this a 30M-element table made each call allocate 240 MB that the
+	// garbage collector returned only later (60 calls: 4.25 GB of RSS
+	// with 2 instances at a time). Growth at run time is charged to the
+	// call's memory limit instead (TableElementBytes).
+	TableElements int64
 }
 
 // DefaultStructure returns the default structural bounds. The official Go
@@ -117,7 +163,14 @@ type Structure struct {
 // functions, 8.7 MB of code, a largest body of 79 KB, nesting 1,362 (loops
 // never nested), 1,850 blocks in its largest function, a control cost of 2.9e7, a br_table of
 // 2,188 labels, 7,678 element entries and 100,000 data segments (Go's
-// linker stops there, at the limit V8 enforces).
+// linker stops there, at the limit V8 enforces); 8 globals, a global cost
+// of 9.0e5, 41,620 locals, a local cost of 2.2e7, a br_table cost of
+// 4.0e7, 17 types of at most 4 parameters and a table of 11,774
+// elements. The C, Rust, Zig and AssemblyScript guests are smaller in
+// every dimension except one C module's local cost in one function
+// (6.7e5). Each default is several times the largest real figure and
+// costs at most a few seconds and under a gigabyte to compile
+// (docs/security.md has the table).
 func DefaultStructure() Structure {
 	return Structure{
 		Functions:      100_000,
@@ -130,6 +183,14 @@ func DefaultStructure() Structure {
 		BrTableTargets: 65_536,
 		ElementEntries: 1_000_000,
 		DataSegments:   100_000,
+		Globals:        10_000,
+		GlobalCost:     4_000_000,
+		Locals:         1_000_000,
+		LocalCost:      1_000_000_000,
+		BrTableCost:    5_000_000_000,
+		Types:          10_000,
+		TypeArity:      1_000,
+		TableElements:  1_000_000,
 	}
 }
 
@@ -224,6 +285,14 @@ func (l Limits) Validate() error {
 		{"br_table size limit", int64(l.Structure.BrTableTargets)},
 		{"element entries limit", int64(l.Structure.ElementEntries)},
 		{"data segments limit", int64(l.Structure.DataSegments)},
+		{"globals limit", int64(l.Structure.Globals)},
+		{"global cost limit", l.Structure.GlobalCost},
+		{"locals limit", l.Structure.Locals},
+		{"local cost limit", l.Structure.LocalCost},
+		{"br_table cost limit", l.Structure.BrTableCost},
+		{"types limit", int64(l.Structure.Types)},
+		{"type arity limit", int64(l.Structure.TypeArity)},
+		{"table elements limit", l.Structure.TableElements},
 	}
 	for _, p := range positive {
 		if p.v <= 0 {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 
 	"github.com/subako/subako-runner/internal/abi"
@@ -44,6 +45,7 @@ func Check(wasm []byte, opts Options) []Problem {
 	c.tags()
 	c.exports()
 	c.segments()
+	c.declarations()
 	c.code()
 	return c.problems
 }
@@ -76,6 +78,7 @@ func CheckStructure(wasm []byte, opts Options) []Problem {
 	c.memories()
 	c.tables()
 	c.segments()
+	c.declarations()
 	c.code()
 	var out []Problem
 	for _, p := range c.problems {
@@ -200,6 +203,16 @@ func (c *checker) memories() {
 // host holds 8 bytes per element (limits.TableElementBytes), allocated when
 // the instance starts, before any instruction could be refused.
 func (c *checker) tables() {
+	if l := c.opts.Structure.TableElements; l > 0 {
+		var total uint64
+		for _, t := range c.m.Tables {
+			total += t.Limits.Min
+		}
+		if total > uint64(l) {
+			c.add(CodeTableTooLarge, "the module's tables start at %d elements in all, above the table elements limit of %d: every instance holds them on the host's heap (%s at %d bytes each); start smaller and grow with table.grow, which the memory limit covers", total, l, elemBytes(total), limits.TableElementBytes)
+			return
+		}
+	}
 	max := c.opts.MaxMemoryBytes
 	if max <= 0 {
 		return
@@ -265,6 +278,36 @@ func (c *checker) segments() {
 		}
 	}
 }
+
+// declarations checks the counts whose compile cost multiplies against
+// the code: globals, types and the arity of each type.
+func (c *checker) declarations() {
+	st := c.opts.Structure
+	if n := len(c.m.Globals) + c.m.NumImported(wasmbin.KindGlobal); st.Globals > 0 && n > st.Globals {
+		c.add(CodeModuleTooComplex, "the module has %d globals, above the globals limit of %d (every function's compilation and every instance holds each one)", n, st.Globals)
+	}
+	if n := len(c.m.Types); st.Types > 0 && n > st.Types {
+		c.add(CodeModuleTooComplex, "the module has %d function types, above the types limit of %d", n, st.Types)
+	}
+	if l := st.TypeArity; l > 0 {
+		for i, t := range c.m.Types {
+			switch {
+			case len(t.Params) > l:
+				c.add(CodeModuleTooComplex, "type %d has %d parameters, above the type arity limit of %d", i, len(t.Params), l)
+			case len(t.Results) > l:
+				c.add(CodeModuleTooComplex, "type %d has %d results, above the type arity limit of %d", i, len(t.Results), l)
+			default:
+				continue
+			}
+			return // one is enough to act on
+		}
+	}
+}
+
+// meterGlobals is how many mutable globals fuel.Instrument adds (the
+// counter and the stop flag): the compiler reloads them after every call
+// like the module's own.
+const meterGlobals = 2
 
 func pagesBytes(pages uint64) string {
 	if pages > 1<<40 {
@@ -374,12 +417,31 @@ func (c *checker) code() {
 	var in wasmbin.Instr
 	w := wasmbin.NewWalker(nil, 0)
 	st := &shape{limits: c.opts.Structure}
+	st.globals = int64(len(c.m.Globals) + c.m.NumImported(wasmbin.KindGlobal) + meterGlobals)
+	st.mutable = meterGlobals
+	for _, g := range c.m.Globals {
+		if g.Type.Mutable {
+			st.mutable++
+		}
+	}
+	for _, im := range c.m.Imports {
+		if im.Kind == wasmbin.KindGlobal && im.Global.Mutable {
+			st.mutable++
+		}
+	}
 	for i := range c.m.Codes {
 		code := &c.m.Codes[i]
 		fn := imported + i
 		w.Reset(code.Expr, code.ExprOffset)
 		lastAtomic, lastEH := -1, -1
-		st.start(fn, len(code.Body))
+		var locals int64
+		for _, l := range code.Locals {
+			locals += int64(l.Count)
+		}
+		if c.typesOK && i < len(c.m.Functions) && int(c.m.Functions[i]) < len(c.m.Types) {
+			locals += int64(len(c.m.Types[c.m.Functions[i]].Params))
+		}
+		st.start(fn, len(code.Body), locals)
 		for {
 			err := w.Next(&in)
 			if err == io.EOF {
@@ -440,6 +502,18 @@ type shape struct {
 	// brCounted: this function is already counted over the br_table bound.
 	brCounted bool
 
+	// The costs of globals, locals and br_tables (limits.Structure), with
+	// the function contributing most to each, to name it. globals and
+	// mutable count the meter's own; locals and calls are this function's.
+	globals, mutable                  int64
+	locals, calls                     int64
+	localsTotal                       int64
+	globalCost, localCost, brCost     int64
+	globalFn, localFn, brFn           int
+	globalFnVal, localFnVal, brFnVal  int64
+	globalFnCalls, localFnN, localFnB int64
+	fnBrCost                          int64
+
 	// The first function over each bound (-1: none) and its value.
 	// open: whether each open block is a loop; loopDepth counts the trues.
 	open      []bool
@@ -454,8 +528,10 @@ type shape struct {
 	costFnVal int64 // its contribution
 }
 
-func (s *shape) start(fn, size int) {
+func (s *shape) start(fn, size int, locals int64) {
 	s.fn, s.depth, s.blocks, s.loops, s.brCounted = fn, 0, 0, 0, false
+	s.locals, s.calls, s.fnBrCost = locals, 0, 0
+	s.localsTotal = satAdd(s.localsTotal, locals)
 	s.open, s.loopDepth = s.open[:0], 0
 	if s.limits.FunctionSize > 0 && int64(size) > s.limits.FunctionSize {
 		over(&s.size, fn, int64(size))
@@ -501,7 +577,11 @@ func (s *shape) note(in *wasmbin.Instr) {
 			}
 			s.open = s.open[:n-1]
 		}
+	case wasmbin.OpCall, wasmbin.OpCallIndirect, wasmbin.OpReturnCall, wasmbin.OpReturnCallIndirect, wasmbin.OpCallRef, wasmbin.OpReturnCallRef:
+		s.calls++
 	case wasmbin.OpBrTable:
+		n := int64(len(in.Labels))
+		s.fnBrCost = satAdd(s.fnBrCost, n*n)
 		if l := s.limits.BrTableTargets; l > 0 && len(in.Labels) > l && !s.brCounted {
 			over(&s.brTable, s.fn, int64(len(in.Labels)))
 			s.brCounted = true // count functions, not br_tables
@@ -515,6 +595,40 @@ func (s *shape) end() {
 	if b*b > s.costFnVal {
 		s.costFn, s.costFnVal = s.fn, b*b
 	}
+	// Call sites of the metered function: its own calls, plus the
+	// meter's refuel call at every loop header and at the entry.
+	sites := s.calls + int64(s.loops) + 1
+	g := satAdd(s.globals, satMul(s.mutable, sites))
+	s.globalCost = satAdd(s.globalCost, g)
+	if g > s.globalFnVal {
+		s.globalFn, s.globalFnVal, s.globalFnCalls = s.fn, g, sites
+	}
+	l := s.locals + 1 // the meter's counter
+	lc := satMul(satMul(l, l), int64(s.blocks)+1)
+	s.localCost = satAdd(s.localCost, lc)
+	if lc > s.localFnVal {
+		s.localFn, s.localFnVal, s.localFnN, s.localFnB = s.fn, lc, l, int64(s.blocks)
+	}
+	s.brCost = satAdd(s.brCost, s.fnBrCost)
+	if s.fnBrCost > s.brFnVal {
+		s.brFn, s.brFnVal = s.fn, s.fnBrCost
+	}
+}
+
+// satAdd and satMul saturate at the largest int64: the costs multiply
+// counts a hostile module chooses.
+func satAdd(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+func satMul(a, b int64) int64 {
+	if a != 0 && b > math.MaxInt64/a {
+		return math.MaxInt64
+	}
+	return a * b
 }
 
 func (s *shape) report(c *checker) {
@@ -538,6 +652,18 @@ func (s *shape) report(c *checker) {
 	}
 	if o := s.brTable; o.n > 0 {
 		c.add(CodeModuleTooComplex, "%s has a br_table of %d labels, above the limit of %d%s", c.funcName(o.fn), o.value, s.limits.BrTableTargets, more(o.n))
+	}
+	if l := s.limits.GlobalCost; l > 0 && s.globalCost > l {
+		c.add(CodeModuleTooComplex, "the globals would take too long to compile: every function declares all %d globals and every call site reloads the %d mutable ones (the meter's 2 of each included), a global cost of %d, above the limit of %d; %s (%d call sites) contributes %d", s.globals, s.mutable, s.globalCost, l, c.funcName(s.globalFn), s.globalFnCalls, s.globalFnVal)
+	}
+	if l := s.limits.Locals; l > 0 && s.localsTotal > l {
+		c.add(CodeModuleTooComplex, "the functions have %d locals (parameters included) in all, above the locals limit of %d", s.localsTotal, l)
+	}
+	if l := s.limits.LocalCost; l > 0 && s.localCost > l {
+		c.add(CodeModuleTooComplex, "the locals would take too long to compile: the local cost (the sum over functions of the square of their locals, parameters and the meter's counter included, times their blocks plus one) is %d, above the limit of %d; %s (%d locals, %d blocks) contributes %d", s.localCost, l, c.funcName(s.localFn), s.localFnN, s.localFnB, s.localFnVal)
+	}
+	if l := s.limits.BrTableCost; l > 0 && s.brCost > l {
+		c.add(CodeModuleTooComplex, "the br_tables would take too long to compile: the br_table cost (the sum of the squares of their label counts) is %d, above the limit of %d; %s contributes %d", s.brCost, l, c.funcName(s.brFn), s.brFnVal)
 	}
 	if l := s.limits.ControlCost; l > 0 && s.cost > l {
 		c.add(CodeModuleTooComplex, "the functions' control structure would take too long to compile: its cost (the sum over functions of the square of their block count, loops counted twice) is %d, above the limit of %d; %s contributes %d", s.cost, l, c.funcName(s.costFn), s.costFnVal)

@@ -50,6 +50,10 @@ func dataSegments(n int) []byte {
 // upload, before anything compiles it, as module_too_complex (or
 // table_too_large) with a message naming the function and the limit.
 func TestCheckRejectsCompileAndInstanceBombs(t *testing.T) {
+	// tablesByMemory checks tables against the memory limit alone, the
+	// check behind the table elements limit.
+	tablesByMemory := defaultOpts
+	tablesByMemory.Structure.TableElements = 0
 	nested := func(piece []byte, n int) []byte {
 		return wasmtest.Module{Bodies: [][]byte{wasmtest.Repeat(piece, end, n)}}.Bytes()
 	}
@@ -90,12 +94,12 @@ func TestCheckRejectsCompileAndInstanceBombs(t *testing.T) {
 		{"data segments over the configured limit", wasmtest.Module{Data: dataSegments(1001)}.Bytes(),
 			&Options{Structure: limits.Structure{DataSegments: 1000}}, CodeModuleTooComplex,
 			[]string{"1001 data segments", "limit of 1000"}},
-		{"table of 2^30 elements", wasmtest.Module{Tables: [][]byte{append([]byte{0x70, 0x00}, wasmbin.AppendU32(nil, 1<<30)...)}}.Bytes(), nil, CodeTableTooLarge,
+		{"table of 2^30 elements", wasmtest.Module{Tables: [][]byte{append([]byte{0x70, 0x00}, wasmbin.AppendU32(nil, 1<<30)...)}}.Bytes(), &tablesByMemory, CodeTableTooLarge,
 			[]string{"table 0 starts at 1073741824 elements", "8 GiB at 8 bytes each", "memory limit of 256 MiB"}},
 		{"tables over the limit together", wasmtest.Module{Tables: [][]byte{
-			append([]byte{0x70, 0x00}, wasmbin.AppendU32(nil, 20<<20)...), append([]byte{0x70, 0x00}, wasmbin.AppendU32(nil, 20<<20)...)}}.Bytes(), nil, CodeTableTooLarge,
+			append([]byte{0x70, 0x00}, wasmbin.AppendU32(nil, 20<<20)...), append([]byte{0x70, 0x00}, wasmbin.AppendU32(nil, 20<<20)...)}}.Bytes(), &tablesByMemory, CodeTableTooLarge,
 			[]string{"2 tables start at 41943040 elements in all", "320 MiB"}},
-		{"a table beside the initial memory", wasmtest.Module{MemoryPages: 2048, Tables: [][]byte{append([]byte{0x70, 0x00}, wasmbin.AppendU32(nil, 17<<20)...)}}.Bytes(), nil, CodeTableTooLarge,
+		{"a table beside the initial memory", wasmtest.Module{MemoryPages: 2048, Tables: [][]byte{append([]byte{0x70, 0x00}, wasmbin.AppendU32(nil, 17<<20)...)}}.Bytes(), &tablesByMemory, CodeTableTooLarge,
 			[]string{"tables start at 17825792 elements (136 MiB at 8 bytes each)", "initial memory of 128 MiB", "memory limit of 256 MiB"}},
 	}
 	for _, tt := range tests {
