@@ -7,8 +7,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/tetratelabs/wazero"
@@ -16,6 +18,7 @@ import (
 
 	"github.com/subako/subako-runner/internal/fuel"
 	"github.com/subako/subako-runner/internal/modcheck"
+	"github.com/subako/subako-runner/limits"
 	"github.com/subako/subako-runner/protocol"
 )
 
@@ -149,10 +152,27 @@ func writeAtomic(path string, b []byte) error {
 	return os.Rename(f.Name(), path)
 }
 
+// Bounds on the files of an artifact, checked before they are read: a
+// store that was written to must not make the host read a 1 GiB sparse
+// file into memory only to refuse it by its hash.
+const (
+	// maxArtifactMetered bounds metered.wasm: four times the default
+	// limits.ModuleSize. Metering grows a module by 1.21 to 1.44 times on
+	// the toolchain guests of testdata and by 2.75 times on a module made
+	// of nothing but branches (each one followed by a charge).
+	maxArtifactMetered = 4 * 64 * limits.MiB
+	// maxArtifactJSON bounds artifact.json, the tool list and discover
+	// result indented: four times the default limits.StdoutTotal, all
+	// the discovery output those came from.
+	maxArtifactJSON = 4 * 64 * limits.MiB
+)
+
 // ReadArtifact reads an artifact saved with Save. It checks the layout and
-// the metered module's hash; Open checks the package against it.
+// the metered module's hash; Open checks the package against it. Files
+// over their bounds (artifact.json or metered.wasm over 256 MiB) are
+// refused from their size, before anything is read.
 func ReadArtifact(dir string) (*Artifact, error) {
-	doc, err := os.ReadFile(filepath.Join(dir, artifactJSON))
+	doc, err := readBounded(filepath.Join(dir, artifactJSON), maxArtifactJSON)
 	if err != nil {
 		return nil, err
 	}
@@ -162,16 +182,54 @@ func ReadArtifact(dir string) (*Artifact, error) {
 	if err := dec.Decode(a); err != nil {
 		return nil, fmt.Errorf("artifact %s: %v", dir, err)
 	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("artifact %s: %s has data after its JSON object (corrupted store?)", dir, artifactJSON)
+	}
 	if a.Format != ArtifactFormat {
 		return nil, fmt.Errorf("artifact %s has format %d; this runner opens format %d (upload the package again)", dir, a.Format, ArtifactFormat)
 	}
-	if a.Metered, err = os.ReadFile(filepath.Join(dir, artifactMetered)); err != nil {
+	if a.Metered, err = readBounded(filepath.Join(dir, artifactMetered), maxArtifactMetered); err != nil {
 		return nil, err
 	}
 	if sum := a.meteredSum(); hex.EncodeToString(sum[:]) != a.MeteredSHA256 {
 		return nil, fmt.Errorf("artifact %s: %s does not match its recorded hash (corrupted store?)", dir, artifactMetered)
 	}
 	return a, nil
+}
+
+// readBounded reads the regular file at path, refusing it from its size
+// when it is over limit bytes, and never reading more than limit+1 bytes
+// of one that grows meanwhile.
+func readBounded(path string, limit int64) ([]byte, error) {
+	// O_NONBLOCK: opening a FIFO put in the file's place must not wait
+	// for a writer.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (corrupted store?)", path)
+	}
+	tooLarge := func(size int64) error {
+		return fmt.Errorf("%s is %d bytes, over the %d bytes an artifact's file may be (corrupted store?)", path, size, limit)
+	}
+	if info.Size() > limit {
+		return nil, tooLarge(info.Size())
+	}
+	var buf bytes.Buffer
+	buf.Grow(int(info.Size()) + bytes.MinRead)
+	if _, err := buf.ReadFrom(io.LimitReader(f, limit+1)); err != nil {
+		return nil, err
+	}
+	if int64(buf.Len()) > limit {
+		return nil, tooLarge(int64(buf.Len()))
+	}
+	return buf.Bytes(), nil
 }
 
 // Open opens a package from its artifact and its directory (or bare .wasm
