@@ -30,11 +30,12 @@ type options struct {
 	memCalls      int
 	memSoak       int
 	memConcurrent int
+	tableBomb     int
 	timeout       time.Duration
 	work          string
 }
 
-var measures = []string{"latency", "scale", "reopen", "fuel", "memory", "download"}
+var measures = []string{"latency", "scale", "reopen", "fuel", "memory", "download", "tables"}
 
 func main() {
 	var child childDownload
@@ -46,6 +47,9 @@ func main() {
 	var scaleKid childScale
 	flag.StringVar(&scaleKid.pkg, "child-scale", "", "internal: run calls/s rounds of the machine control on the package directory given, one for each line of stdin")
 	flag.IntVar(&scaleKid.gc, "child-gc", 100, "internal: the scale child's GOGC")
+	childTable := flag.Int("child-tables", -1, "internal: run the tables measure in this process, with a table of this many elements")
+	childGrow := flag.Bool("child-table-grow", false, "internal: the tables child grows its table with table.grow instead of declaring it")
+	childWork := flag.String("child-work", "", "internal: the tables child's work directory")
 
 	var o options
 	only := flag.String("only", strings.Join(measures, ","), "comma-separated measures to run: "+strings.Join(measures, ", "))
@@ -62,6 +66,7 @@ func main() {
 	flag.IntVar(&o.memCalls, "mem-calls", 100, "calls of the 64 MiB guest for its exit times (half as many of the 256 MiB one)")
 	flag.IntVar(&o.memSoak, "mem-soak", 1000, "calls of the 64 MiB guest between the two RSS readings")
 	flag.IntVar(&o.memConcurrent, "mem-concurrent", 200, "calls of the 64 MiB guest, 4 at once, with admission (a fifth as many without)")
+	flag.IntVar(&o.tableBomb, "table-bomb", -1, "tables: also run issue 25's table of this many elements (30000000: about 4 GB of RSS before the cap), the limit raised for it; -1 skips it")
 	flag.DurationVar(&o.timeout, "timeout", 20*time.Minute, "give up on the whole run after this long")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	flag.Parse()
@@ -69,6 +74,13 @@ func main() {
 	if scaleKid.pkg != "" {
 		scaleKid.cache = child.cache
 		if err := scaleKid.run(context.Background(), o, os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "bench child:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if *childTable >= 0 {
+		if err := childTables(context.Background(), *childTable, *childGrow, *childWork); err != nil {
 			fmt.Fprintln(os.Stderr, "bench child:", err)
 			os.Exit(1)
 		}
@@ -144,6 +156,7 @@ func run(ctx context.Context, o options, t *table) error {
 		{"fuel", benchFuel},
 		{"memory", benchMemory},
 		{"download", benchDownload},
+		{"tables", benchTables},
 	}
 	for _, s := range steps {
 		if !o.only[s.name] {

@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -25,8 +24,7 @@ import (
 // dimension's default limit, and a child process runs on it what the
 // runtime runs on an upload (Check, wazero's interpreter as the full
 // validator, fuel.Instrument, wazero's optimising compiler on the metered
-// module) and reports its time; the parent reads the child's peak RSS
-// from the kernel. docs/security.md has the table.
+// module) and reports its time and peak RSS. docs/security.md has the table.
 //
 // TestCompileCostAtLimits runs it (skipped under -short) and fails when a
 // module at a limit takes more than sweepMaxRSS or sweepMaxTime; with
@@ -171,14 +169,102 @@ func manyBodies(b sweepBody, n int) []sweepBody {
 	return out
 }
 
-// sweepDim is one dimension of the sweep: gen builds the module for size
-// n; atLimit is the n that sits at the default limits (the module must
-// pass Check there); explore are the sizes SUBAKO_SWEEP=explore runs.
+// sweepDim is one dimension of the exploring sweep: gen builds the module
+// for size n; explore are the sizes SUBAKO_SWEEP=explore runs.
 type sweepDim struct {
 	name    string
 	gen     func(n int) []byte
-	atLimit func(limits.Structure) int
 	explore []int
+}
+
+// limitCase is one module at the default limits: the worst shape found for
+// a bound, with the bound's value in it. Each must pass Check.
+type limitCase struct {
+	name  string
+	bound string // the limits.Structure field(s) it is at
+	gen   func(s limits.Structure) []byte
+}
+
+// limitCases are the sweep's modules at the default limits.
+func limitCases() []limitCase {
+	return []limitCase{
+		{"10,000 mutable globals reloaded after 396 calls", "Globals, GlobalCost", func(s limits.Structure) []byte {
+			m := s.Globals - meterGlobals // (m+2)(k+4) = GlobalCost
+			k := int(s.GlobalCost)/(m+meterGlobals) - 4
+			return sweepModule{funcs: []uint32{0}, globals: mutableGlobals(m), bodies: []sweepBody{{expr: repeatN(call(1), k)}, emptyBody}}.bytes()
+		}},
+		{"998 mutable globals reloaded after 3,996 calls", "GlobalCost", func(s limits.Structure) []byte {
+			k := int(s.GlobalCost)/1000 - 4
+			return sweepModule{funcs: []uint32{0}, globals: mutableGlobals(998), bodies: []sweepBody{{expr: repeatN(call(1), k)}, emptyBody}}.bytes()
+		}},
+		{"1,000 functions of 999 locals", "Locals, LocalCost", func(s limits.Structure) []byte {
+			return sweepModule{funcs: make([]uint32, 999), bodies: manyBodies(sweepBody{locals: localsOf(999)}, 1000)}.bytes()
+		}},
+		{"999 locals read after 999 merges", "LocalCost", func(s limits.Structure) []byte {
+			return sweepModule{bodies: []sweepBody{localsMerges(999, 999)}}.bytes()
+		}},
+		{"6,899 locals read after 20 merges", "LocalCost", func(s limits.Structure) []byte {
+			return sweepModule{bodies: []sweepBody{localsMerges(6_899, 20)}}.bytes()
+		}},
+		{"one br_table of 65,536 labels", "BrTableTargets, BrTableCost", func(s limits.Structure) []byte {
+			return sweepModule{bodies: []sweepBody{{expr: brTable(s.BrTableTargets)}}}.bytes()
+		}},
+		{"5 br_tables of 31,622 labels", "BrTableCost", func(s limits.Structure) []byte {
+			return sweepModule{bodies: []sweepBody{{expr: repeatN(brTable(31_622), 5)}}}.bytes()
+		}},
+		{"15,811 sequential ifs in one function", "ControlCost", func(s limits.Structure) []byte {
+			return sweepModule{bodies: []sweepBody{{expr: repeatN([]byte{0x41, 0x00, 0x04, 0x40, 0x0b}, 15_811)}}}.bytes()
+		}},
+		{"10,000 nested blocks", "Nesting", func(s limits.Structure) []byte {
+			return sweepModule{bodies: []sweepBody{{expr: append(repeatN([]byte{0x02, 0x40}, s.Nesting), repeatN([]byte{0x0b}, s.Nesting)...)}}}.bytes()
+		}},
+		{"1,000 nested loops with a br_if each", "LoopNesting", func(s limits.Structure) []byte {
+			return sweepModule{bodies: []sweepBody{{expr: append(repeatN([]byte{0x03, 0x40, 0x41, 0x00, 0x0d, 0x00}, s.LoopNesting), repeatN([]byte{0x0b}, s.LoopNesting)...)}}}.bytes()
+		}},
+		{"100,000 functions", "Functions", func(s limits.Structure) []byte {
+			return sweepModule{funcs: make([]uint32, s.Functions-1)}.bytes()
+		}},
+		{"100,000 imported functions", "Functions", func(s limits.Structure) []byte {
+			return sweepModule{imports: s.Functions - 1}.bytes()
+		}},
+		{"10,000 types of 1,000 parameters", "Types, TypeArity", func(s limits.Structure) []byte {
+			t := make([]wasmbin.FuncType, s.Types-1)
+			for i := range t {
+				p := make([]wasmbin.ValType, s.TypeArity)
+				for j := range p {
+					p[j] = byte2val(i + j)
+				}
+				t[i] = wasmbin.FuncType{Params: p}
+			}
+			return sweepModule{types: t}.bytes()
+		}},
+		{"99,998 exports", "(decoder: 100,000 exports)", func(s limits.Structure) []byte {
+			return sweepModule{exports: wasmbin.MaxExports - 2}.bytes()
+		}},
+		{"1,000,000 element entries", "ElementEntries", func(s limits.Structure) []byte {
+			return sweepModule{elems: passiveElements(s.ElementEntries)}.bytes()
+		}},
+		{"100,000 data segments", "DataSegments", func(s limits.Structure) []byte {
+			return sweepModule{data: dataSegments(s.DataSegments)}.bytes()
+		}},
+		{"1,000,000 table elements", "TableElements", func(s limits.Structure) []byte {
+			return sweepModule{tables: []uint32{uint32(s.TableElements)}}.bytes()
+		}},
+		{"8 MiB of straight code in 2 MiB functions", "FunctionSize (CodeSize/4)", func(s limits.Structure) []byte {
+			return straightCode(int(s.CodeSize/4), int(s.FunctionSize))
+		}},
+	}
+}
+
+// straightCode is n bytes of i32.const 0; drop in functions of at most
+// per bytes.
+func straightCode(n, per int) []byte {
+	var bodies []sweepBody
+	for left := n; left > 0; left -= per {
+		k := (min(left, per) - 16) / 3
+		bodies = append(bodies, sweepBody{expr: repeatN([]byte{0x41, 0x00, 0x1a}, k)})
+	}
+	return sweepModule{funcs: make([]uint32, len(bodies)-1), bodies: bodies}.bytes()
 }
 
 // sweepDims are the dimensions. Each puts n against the compiler's work in
@@ -194,7 +280,6 @@ func sweepDims() []sweepDim {
 				return sweepModule{funcs: []uint32{0}, globals: mutableGlobals(n),
 					bodies: []sweepBody{{expr: repeatN(call(1), 100)}, emptyBody}}.bytes()
 			},
-			atLimit: func(s limits.Structure) int { return 0 },
 			explore: []int{1_000, 10_000, 30_000},
 		},
 		{
@@ -367,29 +452,34 @@ func byte2val(i int) wasmbin.ValType {
 // sweepRun is what the child measured.
 type sweepRun struct {
 	size     int
+	bytes    int
 	seconds  float64
 	maxRSS   int64 // bytes
 	problems string
 }
 
 // sweepChild runs the upload path on the module of dimension name at size
-// n and prints the time and problems; the parent reads its peak RSS.
+// n and prints the time, its peak RSS and the problems.
 func sweepChild(t *testing.T, spec string) {
 	name, nstr, _ := strings.Cut(spec, "|")
 	n, err := strconv.Atoi(nstr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var dim *sweepDim
+	var wasm []byte
 	for _, d := range sweepDims() {
 		if d.name == name {
-			dim = &d
+			wasm = d.gen(n)
 		}
 	}
-	if dim == nil {
+	for _, c := range limitCases() {
+		if c.name == name {
+			wasm = c.gen(limits.DefaultStructure())
+		}
+	}
+	if wasm == nil {
 		t.Fatalf("no dimension %q", name)
 	}
-	wasm := dim.gen(n)
 	start := time.Now()
 	ps := Check(wasm, defaultOpts)
 	var problems []string
@@ -428,7 +518,28 @@ func sweepChild(t *testing.T, spec string) {
 		stage("compile")
 	}
 	problems = append(problems, strings.Join(stages, ", "))
-	fmt.Printf("SWEEP %d %.3f %q\n", len(wasm), time.Since(start).Seconds(), strings.Join(problems, "; "))
+	fmt.Printf("SWEEP %d %.3f %d %q\n", len(wasm), time.Since(start).Seconds(), peakRSS(t), strings.Join(problems, "; "))
+}
+
+// peakRSS is this process's peak resident set (VmHWM), in bytes. The
+// kernel's rusage of a child is no use here: it counts the parent's
+// resident set at the fork.
+func peakRSS(t *testing.T) int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Skipf("no /proc/self/status: %v", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kb << 10
+		}
+	}
+	t.Fatal("no VmHWM in /proc/self/status")
+	return 0
 }
 
 // runSweepChild runs one measurement in a fresh process.
@@ -441,18 +552,12 @@ func runSweepChild(t *testing.T, dim string, n int, timeout time.Duration) (swee
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
 	r := sweepRun{size: n}
-	if cmd.ProcessState != nil {
-		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-			r.maxRSS = ru.Maxrss * 1024
-		}
-	}
 	if err != nil {
 		return r, fmt.Errorf("%s at %d: %v\n%s", dim, n, err, out.String())
 	}
 	for _, line := range strings.Split(out.String(), "\n") {
 		if rest, ok := strings.CutPrefix(line, "SWEEP "); ok {
-			var size int
-			if _, err := fmt.Sscanf(rest, "%d %f %q", &size, &r.seconds, &r.problems); err != nil {
+			if _, err := fmt.Sscanf(rest, "%d %f %d %q", &r.bytes, &r.seconds, &r.maxRSS, &r.problems); err != nil {
 				return r, fmt.Errorf("%s: cannot parse %q: %v", dim, line, err)
 			}
 			return r, nil
@@ -486,4 +591,36 @@ func TestCompileCostAtLimits(t *testing.T) {
 		}
 		return
 	}
+	cases := limitCases()
+	for _, c := range cases {
+		if ps := Check(c.gen(limits.DefaultStructure()), defaultOpts); len(ps) > 0 {
+			t.Errorf("%s: the module at the limits is rejected:\n%s", c.name, list(ps))
+		}
+	}
+	if os.Getenv("SUBAKO_SWEEP") != "limits" {
+		t.Log("SUBAKO_SWEEP=limits compiles each module at the limits and reports time and peak RSS")
+		return
+	}
+	var table strings.Builder
+	table.WriteString("| module at the default limits | bound | size | time | peak RSS |\n|---|---|--:|--:|--:|\n")
+	for _, c := range cases {
+		if only != "" && !strings.Contains(c.name, only) {
+			continue
+		}
+		r, err := runSweepChild(t, c.name, 0, 3*time.Minute)
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		fmt.Fprintf(&table, "| %s | %s | %s | %.2f s | %.0f MB |\n", c.name, c.bound, limits.HumanSize(int64(r.bytes)), r.seconds, float64(r.maxRSS)/1e6)
+		t.Logf("%s: %.2f s, %.0f MB (%s)", c.name, r.seconds, float64(r.maxRSS)/1e6, r.problems)
+		if r.maxRSS > sweepMaxRSS {
+			t.Errorf("%s: peak RSS %d bytes, above %d", c.name, r.maxRSS, sweepMaxRSS)
+		}
+	}
+	t.Log("\n" + table.String())
 }
+
+// sweepMaxRSS is what compiling one module at the limits may take: a
+// generous whole-process bound (the 14 MB SDK module takes about 1 GB).
+const sweepMaxRSS = 3 << 30
