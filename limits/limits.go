@@ -190,9 +190,16 @@ func DefaultStructure() Structure {
 		BrTableCost:    5_000_000_000,
 		Types:          10_000,
 		TypeArity:      1_000,
-		TableElements:  1_000_000,
+		TableElements:  DefaultTableElements,
 	}
 }
+
+// DefaultTableElements is the default of Structure.TableElements, and
+// the most elements an instance's tables may grow to at run time, all
+// grown tables together (table.grow beyond it gets -1): a table costs the
+// host 8 bytes an element on the Go heap, times the collector's headroom
+// (GOGC), which the memory limit cannot see.
+const DefaultTableElements = 1_000_000
 
 // TableElementBytes is what one table element costs the instance's memory
 // budget: a table is a slice of 8-byte references in the host. Tables

@@ -81,6 +81,13 @@ func (m *memoryLimit) GrowTable(table, size, delta uint32) bool {
 	}
 	newSize := uint64(size) + uint64(delta)
 	bytes := m.tableBytes.Load() - m.tables[table]*uint64(limits.TableElementBytes) + newSize*uint64(limits.TableElementBytes)
+	// Grown tables are capped in elements too, as declared ones are at
+	// upload (issue 25): on the Go heap a table costs the host its bytes
+	// times the collector's headroom, which the memory limit cannot see.
+	if bytes/uint64(limits.TableElementBytes) > limits.DefaultTableElements {
+		m.refusal.Store(true)
+		return false
+	}
 	if bytes+m.linear.Load() > m.limit {
 		m.refusal.Store(true)
 		return false
