@@ -452,10 +452,7 @@ func (p *Package) call(ctx context.Context, tool string, args json.RawMessage, r
 	if err := s.interrupted(); err != nil {
 		// The caller ended the call, or the runtime closed: whatever the
 		// instance did last says nothing about the module.
-		if errors.Is(err, ErrClosed) {
-			return closedError("call " + tool)
-		}
-		return fmt.Errorf("call %s: %w", tool, err)
+		return interruptedError("call "+tool, err)
 	}
 	if crash != nil && p.rt.admit.isClosed() {
 		// Close gave up waiting for the instance (its context ended) and

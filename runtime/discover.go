@@ -133,6 +133,9 @@ func (rt *Runtime) Discover(ctx context.Context, c *Checked, path string) (*Pack
 	if err := canceled(ctx, "discover "+path); err != nil {
 		return nil, err
 	}
+	if rt.admit.isClosed() {
+		return nil, closedError("discover " + path)
+	}
 	defer rt.progress(StepDiscover, 0)()
 	lim := rt.limits
 	log := rt.log.With(zap.String("package", c.Source.displayName(path)))
@@ -141,7 +144,7 @@ func (rt *Runtime) Discover(ctx context.Context, c *Checked, path string) (*Pack
 	p := &Package{rt: rt, checked: c, name: c.Source.displayName(path)}
 	run, err := p.startCall(ctx, CallRequest{}, "", lim, true, log)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("discover %s: %w", path, err)
 	}
 	defer run.mounts.Close()
 	s := run.s
@@ -154,7 +157,10 @@ func (rt *Runtime) Discover(ctx context.Context, c *Checked, path string) (*Pack
 		s.abort()
 	}
 	if err := s.interrupted(); err != nil {
-		return nil, fmt.Errorf("discover %s: %w", path, err)
+		return nil, interruptedError("discover "+path, err)
+	}
+	if crash != nil && rt.admit.isClosed() {
+		return nil, closedError("discover " + path) // the engine's close cut it off: no verdict
 	}
 	if crash == nil && rej == nil {
 		// Validation (schema compilation) runs after the module exited: the

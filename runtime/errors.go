@@ -155,6 +155,15 @@ var ErrClosed = errors.New("subako runtime closed")
 // closed.
 func closedError(what string) error { return fmt.Errorf("%s: %w", what, ErrClosed) }
 
+// interruptedError is the error of what, whose instance the caller's
+// context or the runtime's close ended (session.interrupted's err).
+func interruptedError(what string, err error) error {
+	if errors.Is(err, ErrClosed) {
+		return closedError(what)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
 // canceled is the error of work that the caller's context ended before it
 // was done. It wraps ctx.Err(), so errors.Is finds context.Canceled or
 // context.DeadlineExceeded, and the context's cause when the caller gave

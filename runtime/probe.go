@@ -52,6 +52,9 @@ func (p *Package) Probe(ctx context.Context, pr Probe, req CallRequest) (*ProbeR
 	if err := canceled(ctx, "probe"); err != nil {
 		return nil, err
 	}
+	if p.rt.admit.isClosed() {
+		return nil, closedError("probe")
+	}
 	lim, err := p.rt.limitsFor(req.Limits)
 	if err != nil {
 		return nil, err
@@ -83,7 +86,7 @@ func (p *Package) Probe(ctx context.Context, pr Probe, req CallRequest) (*ProbeR
 	log := p.rt.log.With(zap.String("package", p.name), zap.String("probe", "raw"))
 	c, err := p.startCall(ctx, req, tmp, lim, pr.Discovery, log)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("probe: %w", err)
 	}
 	defer c.mounts.Close()
 	c.s.start()
@@ -107,7 +110,7 @@ func (p *Package) Probe(ctx context.Context, pr Probe, req CallRequest) (*ProbeR
 		c.s.abort()
 	}
 	if err := c.s.interrupted(); err != nil {
-		return nil, fmt.Errorf("probe: %w", err)
+		return nil, interruptedError("probe", err)
 	}
 	res.Crash = crash
 	res.Stats = c.stats()
