@@ -1,0 +1,520 @@
+package runtime
+
+import (
+	"container/list"
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// PackageLoader gives a PackageSet what it needs to open the package an
+// embedder names by key: its stored artifact and its package directory (or
+// bare .wasm file), as Runtime.Open takes them. DirLoader is the
+// directory-backed one; an object store plugs in the same way (fetch the
+// artifact with ReadArtifact from a local copy, or build an *Artifact).
+//
+// LoadPackage is called from the goroutine of the first caller that needs
+// the key, with a context that outlives that caller (other callers may be
+// waiting for the same open) and ends when the set closes. It must be safe
+// for concurrent use with distinct keys.
+type PackageLoader interface {
+	LoadPackage(ctx context.Context, key string) (a *Artifact, path string, err error)
+}
+
+// PackageLoaderFunc adapts a function to PackageLoader.
+type PackageLoaderFunc func(ctx context.Context, key string) (*Artifact, string, error)
+
+// LoadPackage calls f.
+func (f PackageLoaderFunc) LoadPackage(ctx context.Context, key string) (*Artifact, string, error) {
+	return f(ctx, key)
+}
+
+// DirLoader is a PackageLoader over two directories: the artifact of key is
+// Artifacts/<key> (as Artifact.Save wrote it) and its package is
+// Packages/<key>. A key must be one plain path element (no separator, not
+// "." or ".."): keys come from the embedder's users, and a key must never
+// name a file outside the two directories.
+type DirLoader struct {
+	Artifacts string
+	Packages  string
+}
+
+// LoadPackage reads the artifact of key; Open then checks the package
+// against it.
+func (d DirLoader) LoadPackage(ctx context.Context, key string) (*Artifact, string, error) {
+	if err := checkKey(key); err != nil {
+		return nil, "", err
+	}
+	a, err := ReadArtifact(filepath.Join(d.Artifacts, key))
+	if err != nil {
+		return nil, "", err
+	}
+	return a, filepath.Join(d.Packages, key), nil
+}
+
+// Save stores the artifact of an uploaded package under key, where
+// LoadPackage finds it. The package directory itself must already be at
+// Packages/<key>.
+func (d DirLoader) Save(key string, p *Package) error {
+	if err := checkKey(key); err != nil {
+		return err
+	}
+	return p.Artifact().Save(filepath.Join(d.Artifacts, key))
+}
+
+// checkKey refuses a key that is not one plain path element.
+func checkKey(key string) error {
+	if key == "" || key == "." || key == ".." || strings.ContainsAny(key, `/\`) || !filepath.IsLocal(key) {
+		return fmt.Errorf("package key %q: want one plain path element", key)
+	}
+	return nil
+}
+
+// PackageSetConfig configures a PackageSet.
+type PackageSetConfig struct {
+	// Loader finds the artifact and the package of a key. Required.
+	Loader PackageLoader
+	// MaxBytes bounds the estimated resident bytes of the open packages
+	// (Package.ResidentBytes); 0 means no bound of bytes.
+	MaxBytes int64
+	// MaxPackages bounds how many packages are open at once; 0 means no
+	// bound of count.
+	MaxPackages int
+}
+
+// ErrPackageSetClosed is the error of PackageSet.Call and Acquire once
+// Close has begun (errors.Is finds it).
+var ErrPackageSetClosed = errors.New("subako package set closed")
+
+// PackageSet keeps the packages an embedder serves open within a budget:
+// the backend that hosts every package its users uploaded names each by
+// its own key and calls it through the set, which opens it from its
+// artifact on first use and closes the least recently used when the
+// budget is exceeded.
+//
+//	set, _ := runtime.NewPackageSet(rt, runtime.PackageSetConfig{
+//		Loader:   runtime.DirLoader{Artifacts: store, Packages: pkgs},
+//		MaxBytes: 4 << 30,
+//	})
+//	defer set.Close(ctx)
+//	res, err := set.Call(ctx, key, runtime.CallRequest{Tool: "greet", Arguments: args})
+//
+// # Notes
+//
+//   - Concurrent first calls of one key share one Open; a failed open is
+//     returned to every caller that waited for it and is not remembered:
+//     the next call tries again.
+//   - A package is never closed while a call (or an Acquire) uses it. The
+//     budget counts packages in use too, so when every open package is in
+//     use the set holds more than its budget until calls end; the least
+//     recently used idle package goes first.
+//   - The budget is of estimated bytes (Package.ResidentBytes): wazero does
+//     not report what a compiled module costs.
+//   - Close drains: it refuses new calls, waits for those in flight and for
+//     opens under way, then closes every package. It does not close the
+//     Runtime.
+//   - An Observer that also implements PackageSetObserver is told of every
+//     open, failed open and eviction.
+type PackageSet struct {
+	rt     *Runtime
+	cfg    PackageSetConfig
+	ctx    context.Context // ends when Close begins: loads stop
+	cancel context.CancelFunc
+	obs    PackageSetObserver
+
+	mu      sync.Mutex
+	entries map[string]*setEntry
+	lru     *list.List // of *setEntry open and in entries, most recent first
+	closed  bool
+	busy    sync.WaitGroup // one per Acquire not released and per open under way
+	stats   PackageSetStats
+}
+
+// setEntry is one key of the set: opening (done not yet closed) or open.
+type setEntry struct {
+	key   string
+	done  chan struct{} // closed when the open ends; pkg or err is then set
+	pkg   *Package
+	err   error
+	bytes int64
+	// refs are the callers holding or waiting for the package (Acquires
+	// not released); under the set's mu.
+	refs int
+	elem *list.Element // in lru while open and in entries
+	// gone: removed from entries (evicted or removed); closed when refs
+	// reaches 0. evicted: gone to stay within the budget.
+	gone, evicted bool
+}
+
+// PackageSetStats are a set's counters since NewPackageSet.
+type PackageSetStats struct {
+	// Hits are acquires that found the package open; Misses had to open it
+	// or wait for an open under way (shared opens count once in Opens).
+	Hits, Misses int64
+	// Opens are the opens that succeeded, OpenFailures those that did not.
+	Opens, OpenFailures int64
+	// Evictions are the packages closed to stay within the budget.
+	Evictions int64
+	// OpenTime is the time spent in the loader and Open, over all opens.
+	OpenTime time.Duration
+	// Resident is how many packages are open (those evicted while in use
+	// included, until their calls end), ResidentBytes their estimated bytes.
+	Resident      int
+	ResidentBytes int64
+	// InUse is how many packages calls are using right now.
+	InUse int
+}
+
+// PackageSetObserver is an Observer that also wants the set's events. The
+// Observer interface is unchanged (embedders implement it); the set checks
+// for this one with a type assertion.
+type PackageSetObserver interface {
+	PackageSet(ctx context.Context, e PackageSetEvent)
+}
+
+// PackageSet event kinds.
+const (
+	PackageSetOpened     = "opened"
+	PackageSetOpenFailed = "open_failed"
+	PackageSetEvicted    = "evicted"
+)
+
+// PackageSetEvent is one open, failed open or eviction of a PackageSet.
+type PackageSetEvent struct {
+	// Kind is PackageSetOpened, PackageSetOpenFailed or PackageSetEvicted.
+	Kind string
+	// Key is the embedder's key of the package.
+	Key string
+	// Duration is the open's (loader and Open); zero for an eviction.
+	Duration time.Duration
+	// Bytes is the package's estimated resident bytes (0 when the open
+	// failed).
+	Bytes int64
+	// Err is why the open failed.
+	Err error
+}
+
+// NewPackageSet makes a set of packages opened through rt.
+func NewPackageSet(rt *Runtime, cfg PackageSetConfig) (*PackageSet, error) {
+	if cfg.Loader == nil {
+		return nil, errors.New("package set: no Loader")
+	}
+	if cfg.MaxBytes < 0 || cfg.MaxPackages < 0 {
+		return nil, errors.New("package set: MaxBytes and MaxPackages must not be negative")
+	}
+	s := &PackageSet{rt: rt, cfg: cfg, entries: map[string]*setEntry{}, lru: list.New()}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.obs, _ = rt.observer.(PackageSetObserver)
+	return s, nil
+}
+
+// Call runs req on the package of key, opening it first if it is not
+// open. Errors of the loader and of Open come back wrapped with the key
+// (errors.Is and errors.As see through it); the call's own errors and
+// Result are Package.Call's.
+func (s *PackageSet) Call(ctx context.Context, key string, req CallRequest) (*Result, error) {
+	p, release, err := s.Acquire(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	return p.Call(ctx, req)
+}
+
+// Acquire returns the package of key, opened if needed, for the caller to
+// use (its tools, Call, Probe) until it calls release, exactly once. The
+// set does not close it before then; the caller must not Close it.
+func (s *PackageSet) Acquire(ctx context.Context, key string) (*Package, func(), error) {
+	if err := canceled(ctx, "package "+key); err != nil {
+		return nil, nil, err
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, nil, fmt.Errorf("package %s: %w", key, ErrPackageSetClosed)
+	}
+	e, ok := s.entries[key]
+	// The reference is taken now, before any wait: an entry someone waits
+	// for is never evicted between its open and the waiter's turn.
+	e = s.ref(e, key, ok)
+	if e.pkg != nil {
+		s.stats.Hits++
+		s.lru.MoveToFront(e.elem)
+		s.stats.InUse++
+		s.mu.Unlock()
+		return e.pkg, s.releaser(e), nil
+	}
+	s.stats.Misses++
+	if !ok {
+		s.busy.Add(1)
+		go s.open(ctx, e)
+	}
+	s.mu.Unlock()
+	select {
+	case <-e.done:
+	case <-ctx.Done():
+		s.release(e, false)
+		return nil, nil, canceled(ctx, "package "+key)
+	}
+	if e.err != nil {
+		s.release(e, false)
+		return nil, nil, e.err
+	}
+	s.mu.Lock()
+	s.stats.InUse++
+	s.mu.Unlock()
+	return e.pkg, s.releaser(e), nil
+}
+
+// ref takes a reference to e (a new opening entry for key when !ok); s.mu
+// is held.
+func (s *PackageSet) ref(e *setEntry, key string, ok bool) *setEntry {
+	if !ok {
+		e = &setEntry{key: key, done: make(chan struct{})}
+		s.entries[key] = e
+	}
+	e.refs++
+	s.busy.Add(1)
+	return e
+}
+
+// releaser is the release function Acquire returns for e.
+func (s *PackageSet) releaser(e *setEntry) func() {
+	var once sync.Once
+	return func() { once.Do(func() { s.release(e, true) }) }
+}
+
+// release gives back one reference to e (inUse: one Acquire returned),
+// closes e if it is gone and this was the last, and evicts what the budget
+// no longer allows.
+func (s *PackageSet) release(e *setEntry, inUse bool) {
+	s.mu.Lock()
+	e.refs--
+	if inUse {
+		s.stats.InUse--
+	}
+	var closing []*setEntry
+	if e.refs == 0 && e.pkg != nil {
+		if e.gone {
+			closing = append(closing, s.forget(e))
+		} else if !s.closed {
+			closing = s.evictLocked()
+		}
+	}
+	s.mu.Unlock()
+	s.closeAll(closing)
+	s.busy.Done()
+}
+
+// open opens e on its own goroutine, under a context that keeps the first
+// caller's values but not its end (others may wait for this open) and
+// ends when the set closes.
+func (s *PackageSet) open(callerCtx context.Context, e *setEntry) {
+	defer s.busy.Done()
+	ctx, cancel := context.WithCancel(context.WithoutCancel(callerCtx))
+	stop := context.AfterFunc(s.ctx, cancel)
+	defer func() { stop(); cancel() }()
+	started := time.Now()
+	p, err := s.load(ctx, e.key)
+	took := time.Since(started)
+	s.mu.Lock()
+	s.stats.OpenTime += took
+	var closing []*setEntry
+	if err == nil && s.closed {
+		p.Close(context.Background())
+		err, p = fmt.Errorf("package %s: %w", e.key, ErrPackageSetClosed), nil
+	}
+	if err != nil {
+		s.stats.OpenFailures++
+		if !e.gone {
+			delete(s.entries, e.key) // not remembered: the next call tries again
+		}
+		e.err = err
+	} else {
+		s.stats.Opens++
+		e.pkg, e.bytes = p, p.ResidentBytes()
+		s.stats.Resident++
+		s.stats.ResidentBytes += e.bytes
+		switch {
+		case e.gone && e.refs == 0: // removed while opening, and nobody waits
+			closing = append(closing, s.forget(e))
+		case e.gone: // removed while opening: its waiters use it, the last closes it
+		default:
+			e.elem = s.lru.PushFront(e)
+			closing = s.evictLocked()
+		}
+	}
+	close(e.done)
+	s.mu.Unlock()
+	if err != nil {
+		s.observe(callerCtx, PackageSetEvent{Kind: PackageSetOpenFailed, Key: e.key, Duration: took, Err: err})
+	} else {
+		s.observe(callerCtx, PackageSetEvent{Kind: PackageSetOpened, Key: e.key, Duration: took, Bytes: e.bytes})
+	}
+	s.closeAll(closing)
+}
+
+// load runs the loader and Open for key.
+func (s *PackageSet) load(ctx context.Context, key string) (*Package, error) {
+	a, path, err := s.cfg.Loader.LoadPackage(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("package %s: %w", key, err)
+	}
+	p, err := s.rt.Open(ctx, a, path)
+	if err != nil {
+		return nil, fmt.Errorf("package %s: %w", key, err)
+	}
+	return p, nil
+}
+
+// over reports whether the open packages exceed the budget.
+func (s *PackageSet) over() bool {
+	return (s.cfg.MaxBytes > 0 && s.stats.ResidentBytes > s.cfg.MaxBytes) ||
+		(s.cfg.MaxPackages > 0 && s.stats.Resident > s.cfg.MaxPackages)
+}
+
+// evictLocked removes least recently used idle packages until the set is
+// within its budget (or only packages in use, or just opened, remain) and
+// returns those to close. The newest entry is never evicted: a package
+// larger than the whole budget still serves the call that opened it.
+func (s *PackageSet) evictLocked() []*setEntry {
+	var closing []*setEntry
+	for el := s.lru.Back(); el != nil && s.over(); {
+		prev := el.Prev()
+		e := el.Value.(*setEntry)
+		if e.refs == 0 && el != s.lru.Front() {
+			delete(s.entries, e.key)
+			s.lru.Remove(el)
+			e.elem, e.gone, e.evicted = nil, true, true
+			s.stats.Evictions++
+			closing = append(closing, s.forget(e))
+		}
+		el = prev
+	}
+	return closing
+}
+
+// forget takes a gone entry with no references out of the accounting and
+// returns it to be closed (outside the lock).
+func (s *PackageSet) forget(e *setEntry) *setEntry {
+	s.stats.Resident--
+	s.stats.ResidentBytes -= e.bytes
+	return e
+}
+
+// closeAll closes the packages of entries forgotten, and tells the
+// observer of each eviction.
+func (s *PackageSet) closeAll(entries []*setEntry) {
+	for _, e := range entries {
+		if err := e.pkg.Close(context.Background()); err != nil {
+			s.rt.log.Warn("closing a package of the set failed", zap.String("key", e.key), zap.Error(err))
+		}
+		if e.evicted {
+			s.observe(context.Background(), PackageSetEvent{Kind: PackageSetEvicted, Key: e.key, Bytes: e.bytes})
+		}
+	}
+}
+
+func (s *PackageSet) observe(ctx context.Context, e PackageSetEvent) {
+	if s.obs != nil {
+		s.obs.PackageSet(ctx, e)
+	}
+}
+
+// Remove forgets the package of key, so that the next call opens it again
+// from its loader: after a new upload under the same key, or when the
+// package is deleted. The package closes once the calls using it end; an
+// open under way finishes for the callers waiting for it, then closes.
+func (s *PackageSet) Remove(key string) {
+	s.mu.Lock()
+	e, ok := s.entries[key]
+	if !ok {
+		s.mu.Unlock()
+		return
+	}
+	delete(s.entries, key)
+	e.gone = true
+	var closing []*setEntry
+	if e.pkg != nil {
+		s.lru.Remove(e.elem)
+		e.elem = nil
+		if e.refs == 0 {
+			closing = append(closing, s.forget(e))
+		}
+	}
+	s.mu.Unlock()
+	s.closeAll(closing)
+}
+
+// Stats returns the set's counters.
+func (s *PackageSet) Stats() PackageSetStats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stats
+}
+
+// Close refuses new calls, stops the opens under way (their callers get
+// an error), waits for the calls in flight to end and closes every
+// package. When ctx ends first it returns ctx.Err() and the packages still
+// in use stay open (closing the Runtime closes them). A second Close waits
+// again and returns nil.
+func (s *PackageSet) Close(ctx context.Context) error {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.cancel()
+	drained := make(chan struct{})
+	go func() {
+		s.busy.Wait()
+		close(drained)
+	}()
+	select {
+	case <-drained:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	s.mu.Lock()
+	var closing []*setEntry
+	for key, e := range s.entries {
+		delete(s.entries, key)
+		if e.pkg != nil {
+			s.lru.Remove(e.elem)
+			e.elem, e.gone = nil, true
+			closing = append(closing, s.forget(e))
+		}
+	}
+	s.mu.Unlock()
+	var err error
+	for _, e := range closing {
+		err = errors.Join(err, e.pkg.Close(ctx))
+	}
+	return err
+}
+
+// ResidentBytes estimates the memory the open package holds while it
+// stays open: its compiled machine code and wazero's structures for it,
+// the metered module and module.wasm it keeps (Artifact needs them). wazero
+// does not report the first two; the estimate is linear in the metered
+// module's size, measured on C and Go packages (docs/embedding.md,
+// "Thousands of packages").
+func (p *Package) ResidentBytes() int64 {
+	return estimateResident(len(p.checked.metered), len(p.checked.Source.Module))
+}
+
+// estimateResident is ResidentBytes from the sizes of the metered module
+// and module.wasm.
+func estimateResident(metered, module int) int64 {
+	return residentFixed + residentPerMeteredByte*int64(metered) + int64(module)
+}
+
+// The estimate's coefficients (see ResidentBytes).
+const (
+	residentFixed          = 256 << 10
+	residentPerMeteredByte = 7
+)
