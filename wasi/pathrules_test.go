@@ -167,3 +167,47 @@ func TestSymlinkClimbBoundary(t *testing.T) {
 	}
 	assertConfined(t, mount)
 }
+
+// TestTwoDescriptorsKeepEachPathInItsDirectory: path_rename and path_link
+// between two descriptors of one mount resolve both paths from the mount
+// root, so each is first checked not to leave its own directory — a
+// climb after a name ("a/../../x") included, which readPath leaves to
+// os.Root and which the mount root would otherwise take in.
+func TestTwoDescriptorsKeepEachPathInItsDirectory(t *testing.T) {
+	h := newHostBench(t)
+	host := h.in.cfg.Mounts.Mounts()[0].Host
+	if err := os.MkdirAll(filepath.Join(host, "p", "a"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(host, "p", "inner"), []byte("x"), 0o644)
+	p := openDir(t, h, "p")
+	tests := []struct {
+		name                   string
+		link                   bool
+		oldFd                  uint64
+		oldName                string
+		newFd                  uint64
+		newName, mustNotAppear string
+	}{
+		{"rename, the new path climbs after a name", false, 3, "file", p, "a/../../moved", "moved"},
+		{"link, the new path climbs after a name", true, 3, "file", p, "a/../../linked", "linked"},
+		{"rename, the old path climbs after a name", false, p, "a/../../file", 3, "stolen", "stolen"},
+		{"link, the old path climbs after a name", true, p, "a/../../file", 3, "stolen2", "stolen2"},
+	}
+	for _, tt := range tests {
+		op := h.rename
+		if tt.link {
+			op = h.link
+		}
+		if got := op(tt.oldFd, tt.oldName, tt.newFd, tt.newName); got != errnoNotcapable {
+			t.Errorf("%s: errno %d, want ENOTCAPABLE", tt.name, got)
+		}
+		if _, err := os.Lstat(filepath.Join(host, tt.mustNotAppear)); err == nil {
+			t.Errorf("%s: %s was made", tt.name, tt.mustNotAppear)
+		}
+	}
+	// Inside each directory, the same operations work.
+	if got := h.rename(p, "a/../inner", 3, "out"); got != errnoSuccess {
+		t.Errorf("a rename between two descriptors inside both: errno %d", got)
+	}
+}
