@@ -148,6 +148,11 @@ type Structure struct {
 	// TypeArity is the most parameters, and the most results, of one
 	// function type (1,000 in V8 and SpiderMonkey).
 	TypeArity int
+	// TypeValues is the most parameters and results of all function types
+	// together: both of wazero's compilers work on each type in time that
+	// grows faster than its arity (10,000 types of 1,000 parameters: 32 s
+	// and 1 GB; 1,000 of them: 2.9 s).
+	TypeValues int
 	// TableElements is the most elements the module's tables may start
 	// with, all tables together. wazero keeps a table on the Go heap (8
 	// bytes an element), allocated at every instantiation, so without
@@ -165,7 +170,7 @@ type Structure struct {
 // 2,188 labels, 7,678 element entries and 100,000 data segments (Go's
 // linker stops there, at the limit V8 enforces); 8 globals, a global cost
 // of 9.0e5, 41,620 locals, a local cost of 2.2e7, a br_table cost of
-// 4.0e7, 17 types of at most 4 parameters and a table of 11,774
+// 4.0e7, 17 types of at most 4 parameters (43 values in all) and a table of 11,774
 // elements. The C, Rust, Zig and AssemblyScript guests are smaller in
 // every dimension except one C module's local cost in one function
 // (6.7e5). Each default is several times the largest real figure and
@@ -190,6 +195,7 @@ func DefaultStructure() Structure {
 		BrTableCost:    5_000_000_000,
 		Types:          10_000,
 		TypeArity:      1_000,
+		TypeValues:     100_000,
 		TableElements:  DefaultTableElements,
 	}
 }
@@ -299,6 +305,7 @@ func (l Limits) Validate() error {
 		{"br_table cost limit", l.Structure.BrTableCost},
 		{"types limit", int64(l.Structure.Types)},
 		{"type arity limit", int64(l.Structure.TypeArity)},
+		{"type values limit", int64(l.Structure.TypeValues)},
 		{"table elements limit", l.Structure.TableElements},
 	}
 	for _, p := range positive {

@@ -21,6 +21,7 @@ func TestDefaultStructureCompileCostBounds(t *testing.T) {
 		{"br_table cost", s.BrTableCost, 5_000_000_000},
 		{"types", int64(s.Types), 10_000},
 		{"type arity", int64(s.TypeArity), 1_000},
+		{"type values", int64(s.TypeValues), 100_000},
 		{"table elements", s.TableElements, 1_000_000},
 	}
 	for _, c := range checks {
@@ -48,6 +49,7 @@ func TestValidateRefusesZeroCompileCostBounds(t *testing.T) {
 		{"br_table cost", func(s *Structure) { s.BrTableCost = 0 }, "br_table cost limit"},
 		{"types", func(s *Structure) { s.Types = 0 }, "types limit"},
 		{"type arity", func(s *Structure) { s.TypeArity = 0 }, "type arity limit"},
+		{"type values", func(s *Structure) { s.TypeValues = 0 }, "type values limit"},
 		{"table elements", func(s *Structure) { s.TableElements = 0 }, "table elements limit"},
 	}
 	for _, tt := range tests {

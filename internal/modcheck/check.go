@@ -289,6 +289,15 @@ func (c *checker) declarations() {
 	if n := len(c.m.Types); st.Types > 0 && n > st.Types {
 		c.add(CodeModuleTooComplex, "the module has %d function types, above the types limit of %d", n, st.Types)
 	}
+	if l := st.TypeValues; l > 0 {
+		n := 0
+		for _, t := range c.m.Types {
+			n += len(t.Params) + len(t.Results)
+		}
+		if n > l {
+			c.add(CodeModuleTooComplex, "the function types have %d parameters and results in all, above the type values limit of %d", n, l)
+		}
+	}
 	if l := st.TypeArity; l > 0 {
 		for i, t := range c.m.Types {
 			switch {

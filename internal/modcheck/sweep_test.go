@@ -227,16 +227,11 @@ func limitCases() []limitCase {
 		{"100,000 imported functions", "Functions", func(s limits.Structure) []byte {
 			return sweepModule{imports: s.Functions - 1}.bytes()
 		}},
-		{"10,000 types of 1,000 parameters", "Types, TypeArity", func(s limits.Structure) []byte {
-			t := make([]wasmbin.FuncType, s.Types-1)
-			for i := range t {
-				p := make([]wasmbin.ValType, s.TypeArity)
-				for j := range p {
-					p[j] = byte2val(i + j)
-				}
-				t[i] = wasmbin.FuncType{Params: p}
-			}
-			return sweepModule{types: t}.bytes()
+		{"100 types of 1,000 parameters", "TypeArity, TypeValues", func(s limits.Structure) []byte {
+			return sweepModule{types: wideTypes(s.TypeValues/s.TypeArity, s.TypeArity)}.bytes()
+		}},
+		{"9,999 types of 10 parameters", "Types, TypeValues", func(s limits.Structure) []byte {
+			return sweepModule{types: wideTypes(s.Types-1, s.TypeValues/s.Types)}.bytes()
 		}},
 		{"99,998 exports", "(decoder: 100,000 exports)", func(s limits.Structure) []byte {
 			return sweepModule{exports: wasmbin.MaxExports - 2}.bytes()
@@ -371,6 +366,20 @@ func sweepDims() []sweepDim {
 			explore: []int{10_000, 100_000, 1_000_000},
 		},
 		{
+			name: "type arity (1000 types of n parameters)",
+			gen: func(n int) []byte {
+				return sweepModule{types: wideTypes(1000, n)}.bytes()
+			},
+			explore: []int{100, 300, 1_000},
+		},
+		{
+			name: "types of 100 parameters",
+			gen: func(n int) []byte {
+				return sweepModule{types: wideTypes(n, 100)}.bytes()
+			},
+			explore: []int{1_000, 10_000},
+		},
+		{
 			name: "imports",
 			gen: func(n int) []byte {
 				return sweepModule{imports: n}.bytes()
@@ -443,6 +452,19 @@ func localsMerges(l, b int) sweepBody {
 		expr = append(expr, opDrop...)
 	}
 	return sweepBody{locals: localsOf(l), expr: expr}
+}
+
+// wideTypes is n distinct function types of arity parameters each.
+func wideTypes(n, arity int) []wasmbin.FuncType {
+	t := make([]wasmbin.FuncType, n)
+	for i := range t {
+		p := make([]wasmbin.ValType, arity)
+		for j := range p {
+			p[j] = byte2val(i + j)
+		}
+		t[i] = wasmbin.FuncType{Params: p}
+	}
+	return t
 }
 
 func byte2val(i int) wasmbin.ValType {
