@@ -350,14 +350,17 @@ func (s *PackageSet) open(callerCtx context.Context, e *setEntry) {
 			closing = s.evictLocked()
 		}
 	}
-	close(e.done)
 	s.mu.Unlock()
+	// The events and the evictions this open caused come before its
+	// waiters go on: when the first call of a package returns, the set is
+	// back within its budget and the observer has heard of it.
 	if err != nil {
 		s.observe(callerCtx, PackageSetEvent{Kind: PackageSetOpenFailed, Key: e.key, Duration: took, Err: err})
 	} else {
 		s.observe(callerCtx, PackageSetEvent{Kind: PackageSetOpened, Key: e.key, Duration: took, Bytes: e.bytes})
 	}
 	s.closeAll(closing)
+	close(e.done)
 }
 
 // load runs the loader and Open for key.
