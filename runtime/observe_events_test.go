@@ -52,7 +52,9 @@ func TestEveryCallEndsInOneObserverEvent(t *testing.T) {
 	bad.Memory = -1
 	greet := json.RawMessage(`{"name":"Ada"}`)
 	kinds := []func(ctx context.Context) (*Result, error){
-		func(ctx context.Context) (*Result, error) { return pkg.Call(ctx, CallRequest{Tool: "greet", Arguments: greet}) },
+		func(ctx context.Context) (*Result, error) {
+			return pkg.Call(ctx, CallRequest{Tool: "greet", Arguments: greet})
+		},
 		func(ctx context.Context) (*Result, error) { return pkg.Call(ctx, CallRequest{Tool: "nope"}) },
 		func(ctx context.Context) (*Result, error) {
 			return pkg.Call(ctx, CallRequest{Tool: "greet", Arguments: json.RawMessage(`[1]`)})
