@@ -43,6 +43,10 @@
 //   - path_rename onto an existing directory behaves as rename(2): a
 //     directory replaces an empty one, a file gets EISDIR (renameat on
 //     Linux; os.Root alone refuses every such rename with EEXIST).
+//   - A path operand or a link target of fsmount.PathMax (4096) bytes or
+//     more is ENAMETOOLONG (37), as Linux answers, checked before the host
+//     copies it; so is a directory opened so deep that its path from the
+//     mount root would reach 4096 bytes.
 //   - Per call, at most 1024 iovecs (fd_read, fd_write, fd_pread,
 //     fd_pwrite) and 4096 poll_oneoff subscriptions; more is EINVAL. One
 //     fd_write to stdout or stderr moves at most Config.MaxStdioWrite
@@ -61,5 +65,7 @@
 //   - The write budget is charged before a file write, all or nothing:
 //     bytes written plus any hole created past the end of file (fd_write,
 //     fd_pwrite), or the growth (fd_filestat_set_size); the unused part of
-//     a short write is refunded. Shrinking a file refunds nothing.
+//     a short write is refunded. Shrinking a file refunds nothing. The
+//     budget is file data only: a new directory entry counts against the
+//     budget's cap on entries (EDQUOT past it), never against its bytes.
 package wasi

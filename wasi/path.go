@@ -42,7 +42,8 @@ func (in *Instance) dirPath(m memory, a pathArg) (dir *fdEntry, root *os.Root, n
 // readPath reads a guest path: EFAULT out of memory, ENAMETOOLONG from
 // fsmount.PathMax bytes on (as Linux), both checked before a byte is
 // copied, then ENOENT for "", EINVAL for a NUL, ENOTCAPABLE for an
-// absolute path (it names no directory descriptor's contents).
+// absolute path (it names no directory descriptor's contents) and for one
+// that climbs out of its directory first (climbsFirst).
 func readPath(m memory, ptr, n uint32) (string, errnum) {
 	s, errno := readName(m, ptr, n)
 	switch {
