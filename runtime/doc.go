@@ -19,4 +19,15 @@
 // code and the last 4 KiB of stderr. Go errors returned by this package mean
 // the host itself could not do the work, or the caller asked for something
 // impossible (an unknown tool, bad limits).
+//
+// Two Go errors are the caller's own doing, never a verdict on a package:
+// when the caller's context ends first, the error wraps ctx.Err() and its
+// cause (errors.Is finds context.Canceled or context.DeadlineExceeded);
+// once Runtime.Close has begun, every entry point (Load, Validate,
+// Discover, Open, RunCommand, Package.Call, Package.Probe) returns an error
+// that wraps ErrClosed, including the work Close interrupts: calls waiting
+// for their turn and guests running, which Close stops.
+//
+// Every Package.Call ends in exactly one Observer event, whatever it
+// returned (CallEvent.Outcome says which).
 package runtime
