@@ -272,6 +272,26 @@ func (s *PackageSet) Acquire(ctx context.Context, key string) (*Package, func(),
 	return e.pkg, s.releaser(e), nil
 }
 
+// Lookup is Acquire for a package that is open already: it never opens
+// one, and reports false when key is not open (or is still opening). A
+// node that serves hot packages itself and sends the others elsewhere
+// asks this; a Lookup that finds the package counts as a hit, one that
+// does not counts nowhere.
+func (s *PackageSet) Lookup(key string) (*Package, func(), bool) {
+	s.mu.Lock()
+	e, ok := s.entries[key]
+	if s.closed || !ok || e.pkg == nil {
+		s.mu.Unlock()
+		return nil, nil, false
+	}
+	s.ref(e, key, true)
+	s.stats.Hits++
+	s.stats.InUse++
+	s.lru.MoveToFront(e.elem)
+	s.mu.Unlock()
+	return e.pkg, s.releaser(e), true
+}
+
 // ref takes a reference to e (a new opening entry for key when !ok); s.mu
 // is held.
 func (s *PackageSet) ref(e *setEntry, key string, ok bool) *setEntry {

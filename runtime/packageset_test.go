@@ -451,3 +451,27 @@ func TestEstimateResident(t *testing.T) {
 		}
 	}
 }
+
+func TestPackageSetLookupNeverOpens(t *testing.T) {
+	t.Parallel()
+	rt := newRuntime(t, nil)
+	l := &countingLoader{inner: setStore(t, rt, 1)}
+	s := newSet(t, rt, PackageSetConfig{Loader: l})
+	if _, _, ok := s.Lookup("k0"); ok || l.calls.Load() != 0 {
+		t.Fatalf("Lookup of a package not open: %v, %d loads", ok, l.calls.Load())
+	}
+	if err := greetVia(s, "k0"); err != nil {
+		t.Fatal(err)
+	}
+	p, release, ok := s.Lookup("k0")
+	if !ok || p == nil {
+		t.Fatal("Lookup of an open package failed")
+	}
+	if st := s.Stats(); st.InUse != 1 || st.Hits != 1 || st.Misses != 1 {
+		t.Fatalf("while looked up: %+v", st)
+	}
+	release()
+	if st := s.Stats(); st.InUse != 0 || l.calls.Load() != 1 {
+		t.Fatalf("after release: %+v, %d loads", st, l.calls.Load())
+	}
+}

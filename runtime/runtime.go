@@ -12,6 +12,7 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
 	"go.uber.org/zap"
 
 	"github.com/subako/subako-runner/hostmod/subakohttp"
@@ -68,6 +69,11 @@ type Config struct {
 	// time limits start when their instance starts. 0 means
 	// runtime.NumCPU(); a negative value means no bound.
 	MaxInstances int
+	// CompilationWorkers is how many goroutines compile one module's
+	// functions at once (wazero's experimental.WithCompilationWorkers); 0
+	// means runtime.NumCPU(), 1 compiles on the caller's goroutine alone.
+	// An upload of a large module is then bounded by the cores, not one.
+	CompilationWorkers int
 }
 
 // Runtime loads packages and runs their calls. It owns a wazero runtime
@@ -116,6 +122,8 @@ type Runtime struct {
 	// math/rand source per instance, 7% of a C call; our own WASI layer
 	// answers random_get from crypto/rand and never reads it).
 	modConfig wazero.ModuleConfig
+	// workers is Config.CompilationWorkers, resolved.
+	workers int
 }
 
 // New creates a Runtime.
@@ -148,7 +156,10 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		memPool:    newMemoryPool(2),
 		modConfig:  wazero.NewModuleConfig().WithName("").WithStartFunctions().WithRandSource(rand.Reader),
 		meterings:  newMeteringRecords(cfg.CompilationCacheDir),
-		progressFn: cfg.Progress, trace: cfg.Trace}
+		progressFn: cfg.Progress, trace: cfg.Trace, workers: cfg.CompilationWorkers}
+	if rt.workers <= 0 {
+		rt.workers = goruntime.NumCPU()
+	}
 	if cfg.CompilationCacheDir != "" {
 		cache, err := wazero.NewCompilationCacheWithDir(cfg.CompilationCacheDir)
 		if err != nil {
@@ -385,7 +396,7 @@ func (rt *Runtime) compileWith(ctx context.Context, wz wazero.Runtime, wasm []by
 		if rt.beforeCompile != nil {
 			rt.beforeCompile()
 		}
-		c, err := rt.compileCached(context.WithoutCancel(ctx), wz, wasm) // cachefault.go
+		c, err := rt.compileCached(experimental.WithCompilationWorkers(context.WithoutCancel(ctx), rt.workers), wz, wasm) // cachefault.go
 		mu.Lock()
 		defer mu.Unlock()
 		if gaveUp {
