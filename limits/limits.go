@@ -143,6 +143,13 @@ type Structure struct {
 	// labels (65,536 labels: 3.4 s each). About 1e-9 s a unit; the
 	// default admits one br_table of BrTableTargets labels.
 	BrTableCost int64
+	// BranchValues bounds the values all branches carry together: the sum
+	// over every branch (br, br_if, br_on_null, br_on_non_null, and each
+	// label of a br_table, its default included) of its target's arity.
+	// wazero passes each value on each edge (4,000 br_ifs out of a block
+	// of 1,000 results: 16 KB, 10.7 s; a br_table of 16,000 labels to it:
+	// 39 s). About 2.7e-9 s a value.
+	BranchValues int64
 	// Types is the most function types.
 	Types int
 	// TypeArity is the most parameters, and the most results, of one
@@ -169,11 +176,10 @@ type Structure struct {
 // never nested), 1,850 blocks in its largest function, a control cost of 2.9e7, a br_table of
 // 2,188 labels, 7,678 element entries and 100,000 data segments (Go's
 // linker stops there, at the limit V8 enforces); 8 globals, a global cost
-// of 9.0e5, 41,620 locals, a local cost of 2.2e7, a br_table cost of
-// 4.0e7, 17 types of at most 4 parameters (43 values in all) and a table of 11,774
-// elements. The C, Rust, Zig and AssemblyScript guests are smaller in
-// every dimension except one C module's local cost in one function
-// (6.7e5). Each default is several times the largest real figure and
+// of 8.8e5, 41,620 locals, a local cost of 1.8e7, a br_table cost of
+// 4.0e7, 17 types (64 parameters and results in all) and a table of
+// 11,774 elements. No real guest's branches carry more than 119 values in
+// all, and none has more than 132 type values. Each default is several times the largest real figure and
 // costs at most a few seconds and under a gigabyte to compile
 // (docs/security.md has the table).
 func DefaultStructure() Structure {
@@ -193,6 +199,7 @@ func DefaultStructure() Structure {
 		Locals:         1_000_000,
 		LocalCost:      1_000_000_000,
 		BrTableCost:    5_000_000_000,
+		BranchValues:   1_000_000,
 		Types:          10_000,
 		TypeArity:      1_000,
 		TypeValues:     100_000,
@@ -303,6 +310,7 @@ func (l Limits) Validate() error {
 		{"locals limit", l.Structure.Locals},
 		{"local cost limit", l.Structure.LocalCost},
 		{"br_table cost limit", l.Structure.BrTableCost},
+		{"branch values limit", l.Structure.BranchValues},
 		{"types limit", int64(l.Structure.Types)},
 		{"type arity limit", int64(l.Structure.TypeArity)},
 		{"type values limit", int64(l.Structure.TypeValues)},

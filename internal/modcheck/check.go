@@ -425,7 +425,7 @@ func (c *checker) code() {
 	malformed := 0
 	var in wasmbin.Instr
 	w := wasmbin.NewWalker(nil, 0)
-	st := &shape{limits: c.opts.Structure}
+	st := &shape{limits: c.opts.Structure, types: c.m.Types}
 	st.globals = int64(len(c.m.Globals) + c.m.NumImported(wasmbin.KindGlobal) + meterGlobals)
 	st.mutable = meterGlobals
 	for _, g := range c.m.Globals {
@@ -451,6 +451,9 @@ func (c *checker) code() {
 			locals += int64(len(c.m.Types[c.m.Functions[i]].Params))
 		}
 		st.start(fn, len(code.Body), locals)
+		if c.typesOK && i < len(c.m.Functions) && int(c.m.Functions[i]) < len(c.m.Types) {
+			st.results = int64(len(c.m.Types[c.m.Functions[i]].Results))
+		}
 		for {
 			err := w.Next(&in)
 			if err == io.EOF {
@@ -523,6 +526,16 @@ type shape struct {
 	globalFnCalls, localFnN, localFnB int64
 	fnBrCost                          int64
 
+	// types are the module's function types, for block types; arity is
+	// the arity of each open block's label (a loop's parameters, another
+	// block's results) and results the function's, its outermost label.
+	types                     []wasmbin.FuncType
+	arity                     []int64
+	results                   int64
+	branchValues, fnBranchVal int64
+	branchFn                  int
+	branchFnVal               int64
+
 	// The first function over each bound (-1: none) and its value.
 	// open: whether each open block is a loop; loopDepth counts the trues.
 	open      []bool
@@ -540,6 +553,7 @@ type shape struct {
 func (s *shape) start(fn, size int, locals int64) {
 	s.fn, s.depth, s.blocks, s.loops, s.brCounted = fn, 0, 0, 0, false
 	s.locals, s.calls, s.fnBrCost = locals, 0, 0
+	s.arity, s.results, s.fnBranchVal = s.arity[:0], 0, 0
 	s.localsTotal = satAdd(s.localsTotal, locals)
 	s.open, s.loopDepth = s.open[:0], 0
 	if s.limits.FunctionSize > 0 && int64(size) > s.limits.FunctionSize {
@@ -570,6 +584,7 @@ func (s *shape) note(in *wasmbin.Instr) {
 			}
 		}
 		s.open = append(s.open, loop)
+		s.arity = append(s.arity, s.blockArity(in.Block, loop))
 		s.blocks++
 		s.depth++
 		if l := s.limits.Nesting; l > 0 && s.depth == l+1 {
@@ -585,12 +600,17 @@ func (s *shape) note(in *wasmbin.Instr) {
 				s.loopDepth--
 			}
 			s.open = s.open[:n-1]
+			s.arity = s.arity[:n-1]
 		}
 	case wasmbin.OpCall, wasmbin.OpCallIndirect, wasmbin.OpReturnCall, wasmbin.OpReturnCallIndirect, wasmbin.OpCallRef, wasmbin.OpReturnCallRef:
 		s.calls++
+	case wasmbin.OpBr, wasmbin.OpBrIf, wasmbin.OpBrOnNull, wasmbin.OpBrOnNonNull:
+		s.fnBranchVal = satAdd(s.fnBranchVal, s.labelArity(in.Index))
 	case wasmbin.OpBrTable:
 		n := int64(len(in.Labels))
 		s.fnBrCost = satAdd(s.fnBrCost, n*n)
+		// Validation makes every label's arity the default's.
+		s.fnBranchVal = satAdd(s.fnBranchVal, satMul(n+1, s.labelArity(in.Index)))
 		if l := s.limits.BrTableTargets; l > 0 && len(in.Labels) > l && !s.brCounted {
 			over(&s.brTable, s.fn, int64(len(in.Labels)))
 			s.brCounted = true // count functions, not br_tables
@@ -618,10 +638,42 @@ func (s *shape) end() {
 	if lc > s.localFnVal {
 		s.localFn, s.localFnVal, s.localFnN, s.localFnB = s.fn, lc, l, int64(s.blocks)
 	}
+	s.branchValues = satAdd(s.branchValues, s.fnBranchVal)
+	if s.fnBranchVal > s.branchFnVal {
+		s.branchFn, s.branchFnVal = s.fn, s.fnBranchVal
+	}
 	s.brCost = satAdd(s.brCost, s.fnBrCost)
 	if s.fnBrCost > s.brFnVal {
 		s.brFn, s.brFnVal = s.fn, s.fnBrCost
 	}
+}
+
+// blockArity is the arity of a block's label: what a branch to it carries.
+func (s *shape) blockArity(bt wasmbin.BlockType, loop bool) int64 {
+	switch {
+	case bt == wasmbin.BlockEmpty:
+		return 0
+	case bt < 0:
+		return 1 // a value type: one result, no parameters
+	case bt >= wasmbin.BlockType(len(s.types)):
+		return 0 // an invalid index: the validator refuses the module
+	case loop:
+		return int64(len(s.types[bt].Params))
+	}
+	return int64(len(s.types[bt].Results))
+}
+
+// labelArity is the arity of label l counted from the innermost open
+// block; the outermost label is the function's (its results).
+func (s *shape) labelArity(l uint32) int64 {
+	n := len(s.arity)
+	switch {
+	case int(l) < n:
+		return s.arity[n-1-int(l)]
+	case int(l) == n:
+		return s.results
+	}
+	return 0 // an invalid label: the validator refuses the module
 }
 
 // satAdd and satMul saturate at the largest int64: the costs multiply
@@ -673,6 +725,9 @@ func (s *shape) report(c *checker) {
 	}
 	if l := s.limits.BrTableCost; l > 0 && s.brCost > l {
 		c.add(CodeModuleTooComplex, "the br_tables would take too long to compile: the br_table cost (the sum of the squares of their label counts) is %d, above the limit of %d; %s contributes %d", s.brCost, l, c.funcName(s.brFn), s.brFnVal)
+	}
+	if l := s.limits.BranchValues; l > 0 && s.branchValues > l {
+		c.add(CodeModuleTooComplex, "the branches would take too long to compile: they carry %d values in all (the sum over br, br_if and every br_table label of the values its target block takes), above the branch values limit of %d; %s carries %d", s.branchValues, l, c.funcName(s.branchFn), s.branchFnVal)
 	}
 	if l := s.limits.ControlCost; l > 0 && s.cost > l {
 		c.add(CodeModuleTooComplex, "the functions' control structure would take too long to compile: its cost (the sum over functions of the square of their block count, loops counted twice) is %d, above the limit of %d; %s contributes %d", s.cost, l, c.funcName(s.costFn), s.costFnVal)

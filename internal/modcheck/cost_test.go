@@ -41,6 +41,18 @@ func TestCheckCompileCostBounds(t *testing.T) {
 	arityI32 := func(params, results int) []byte {
 		return sweepModule{types: fill([]wasmbin.FuncType{{Params: make([]wasmbin.ValType, params), Results: make([]wasmbin.ValType, results)}}, wasmbin.I32)}.bytes()
 	}
+	// branchesOf2 is a block of two results left by k br_ifs, or by a
+	// br_table of n labels (n+1 edges) when n > 0.
+	branchesOf2 := func(k, n int) []byte {
+		b := []byte{0x02, 0x01, 0x41, 0x00, 0x41, 0x00}
+		b = append(b, repeatN([]byte{0x41, 0x00, 0x0d, 0x00}, k)...)
+		if n > 0 {
+			b = append(b, 0x41, 0x00, 0x0e, byte(n))
+			b = append(b, make([]byte, n+1)...)
+		}
+		b = append(b, 0x0b, 0x1a, 0x1a)
+		return sweepModule{types: fill([]wasmbin.FuncType{{Results: make([]wasmbin.ValType, 2)}}, wasmbin.I32), bodies: []sweepBody{{expr: b}}}.bytes()
+	}
 	tests := []struct {
 		name   string
 		st     limits.Structure
@@ -69,6 +81,12 @@ func TestCheckCompileCostBounds(t *testing.T) {
 			sweepModule{bodies: []sweepBody{{expr: append(brTable(100), brTable(100)...)}}}.bytes(),
 			sweepModule{bodies: []sweepBody{{expr: append(brTable(100), brTable(101)...)}}}.bytes(), CodeModuleTooComplex,
 			[]string{"br_table cost (the sum of the squares of their label counts) is 20201, above the limit of 20000", `function 0 (export "_start") contributes 20201`}},
+		{"values carried by br_ifs", limits.Structure{BranchValues: 10},
+			branchesOf2(5, 0), branchesOf2(6, 0), CodeModuleTooComplex,
+			[]string{"carry 12 values in all", "branch values limit of 10", `function 0 (export "_start") carries 12`}},
+		{"values carried by a br_table", limits.Structure{BranchValues: 10},
+			branchesOf2(0, 4), branchesOf2(0, 5), CodeModuleTooComplex,
+			[]string{"carry 12 values in all", "branch values limit of 10"}},
 		{"types", limits.Structure{Types: 5},
 			sweepModule{types: make([]wasmbin.FuncType, 4)}.bytes(), sweepModule{types: make([]wasmbin.FuncType, 5)}.bytes(), CodeModuleTooComplex,
 			[]string{"6 function types", "types limit of 5"}},
@@ -135,6 +153,9 @@ func TestCheckRejectsIssue25CompileBombs(t *testing.T) {
 		// 45 s and 2.5 GB to compile.
 		{"16 br_tables of 65536 labels", sweepModule{bodies: []sweepBody{{expr: repeatN(brTable(65_536), 16)}}}.bytes(), CodeModuleTooComplex,
 			[]string{"br_table cost", "is 68719476736, above the limit of 5000000000"}},
+		// 39 s to compile, 16 KB.
+		{"a br_table of 16,000 labels to a block of 1,000 results", sweepModule{types: fill1000Results(), bodies: []sweepBody{{expr: brTableWide(16_000, 1000)}}}.bytes(), CodeModuleTooComplex,
+			[]string{"carry 16001000 values in all", "branch values limit of 1000000"}},
 		// 4.25 GB of RSS for 60 calls with 2 instances at a time.
 		{"30M-element table", sweepModule{tables: []uint32{30_000_000}}.bytes(), CodeTableTooLarge,
 			[]string{"30000000 elements in all", "table elements limit of 1000000"}},

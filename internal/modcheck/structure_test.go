@@ -142,12 +142,35 @@ func containsAll(s string, parts []string) bool {
 }
 
 // TestCheckStructureAcceptsRealModules: the default bounds pass the
-// largest real guest, the official Go MCP SDK's 14 MB module, and a shape
-// just inside every bound.
+// largest real guest, the official Go MCP SDK's 14 MB module, every real
+// toolchain module the repository commits (C, Rust, Zig, AssemblyScript,
+// TinyGo, Go) and a shape just inside every bound.
 func TestCheckStructureAcceptsRealModules(t *testing.T) {
 	sdk, err := os.ReadFile(testguest.Go(t, filepath.Join("..", "..", "testdata", "guests", "sdkgreet")))
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Every committed module: none may be over a structural bound (the
+	// fixtures of testdata/checks are over other checks on purpose).
+	modules := 0
+	err = filepath.WalkDir(filepath.Join("..", "..", "testdata"), func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".wasm") {
+			return err
+		}
+		wasm, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		modules++
+		for _, p := range CheckStructure(wasm, defaultOpts) {
+			if p.Code == CodeModuleTooComplex || p.Code == CodeTableTooLarge {
+				t.Errorf("%s: %s", path, p)
+			}
+		}
+		return nil
+	})
+	if err != nil || modules < 20 {
+		t.Fatalf("walked %d committed modules: %v", modules, err)
 	}
 	st := limits.DefaultStructure()
 	inside := wasmtest.Module{Bodies: [][]byte{

@@ -380,6 +380,26 @@ func sweepDims() []sweepDim {
 			explore: []int{1_000, 10_000},
 		},
 		{
+			// Every br_table edge carries its label's values.
+			name: "br_table labels x label arity (1000 results)",
+			gen: func(n int) []byte {
+				return sweepModule{types: fill1000Results(), bodies: []sweepBody{{expr: brTableWide(n, 1000)}}}.bytes()
+			},
+			explore: []int{1_000, 4_000, 16_000},
+		},
+		{
+			name: "br_ifs x label arity (1000 results)",
+			gen: func(n int) []byte {
+				b := []byte{0x02, 0x01}
+				b = append(b, repeatN(i32Zero, 1000)...)
+				b = append(b, repeatN([]byte{0x41, 0x00, 0x0d, 0x00}, n)...)
+				b = append(b, 0x0b)
+				b = append(b, repeatN(opDrop, 1000)...)
+				return sweepModule{types: fill1000Results(), bodies: []sweepBody{{expr: b}}}.bytes()
+			},
+			explore: []int{1_000, 4_000},
+		},
+		{
 			name: "imports",
 			gen: func(n int) []byte {
 				return sweepModule{imports: n}.bytes()
@@ -452,6 +472,27 @@ func localsMerges(l, b int) sweepBody {
 		expr = append(expr, opDrop...)
 	}
 	return sweepBody{locals: localsOf(l), expr: expr}
+}
+
+// fill1000Results is type 1: () -> (1,000 × i32).
+func fill1000Results() []wasmbin.FuncType {
+	r := make([]wasmbin.ValType, 1000)
+	for i := range r {
+		r[i] = wasmbin.I32
+	}
+	return []wasmbin.FuncType{{Results: r}}
+}
+
+// brTableWide is a block of type 1 (arity results) ended by a br_table of
+// n labels, all to that block, and the drops of its results.
+func brTableWide(n, arity int) []byte {
+	b := []byte{0x02, 0x01} // block (type 1)
+	b = append(b, repeatN(i32Zero, arity)...)
+	b = append(b, 0x41, 0x00, 0x0e)
+	b = wasmbin.AppendU32(b, uint32(n))
+	b = append(b, make([]byte, n+1)...)
+	b = append(b, 0x0b)
+	return append(b, repeatN(opDrop, arity)...)
 }
 
 // wideTypes is n distinct function types of arity parameters each.
