@@ -212,6 +212,16 @@ func limitCases() []limitCase {
 		{"5 br_tables of 31,622 labels", "BrTableCost", func(s limits.Structure) []byte {
 			return sweepModule{bodies: []sweepBody{{expr: repeatN(brTable(31_622), 5)}}}.bytes()
 		}},
+		{"1,000 br_ifs out of a block of 1,000 results", "BranchValues", func(s limits.Structure) []byte {
+			k := int(s.BranchValues) / 1000
+			b := append([]byte{0x02, 0x01}, repeatN(i32Zero, 1000)...)
+			b = append(b, repeatN([]byte{0x41, 0x00, 0x0d, 0x00}, k)...)
+			b = append(append(b, 0x0b), repeatN(opDrop, 1000)...)
+			return sweepModule{types: fill1000Results(), bodies: []sweepBody{{expr: b}}}.bytes()
+		}},
+		{"a br_table of 999 labels to a block of 1,000 results", "BranchValues", func(s limits.Structure) []byte {
+			return sweepModule{types: fill1000Results(), bodies: []sweepBody{{expr: brTableWide(int(s.BranchValues)/1000-1, 1000)}}}.bytes()
+		}},
 		{"15,811 sequential ifs in one function", "ControlCost", func(s limits.Structure) []byte {
 			return sweepModule{bodies: []sweepBody{{expr: repeatN([]byte{0x41, 0x00, 0x04, 0x40, 0x0b}, 15_811)}}}.bytes()
 		}},
@@ -245,8 +255,8 @@ func limitCases() []limitCase {
 		{"1,000,000 table elements", "TableElements", func(s limits.Structure) []byte {
 			return sweepModule{tables: []uint32{uint32(s.TableElements)}}.bytes()
 		}},
-		{"8 MiB of straight code in 2 MiB functions", "FunctionSize (CodeSize/4)", func(s limits.Structure) []byte {
-			return straightCode(int(s.CodeSize/4), int(s.FunctionSize))
+		{"32 MiB of straight code in 2 MiB functions", "CodeSize, FunctionSize", func(s limits.Structure) []byte {
+			return straightCode(int(s.CodeSize), int(s.FunctionSize))
 		}},
 	}
 }
