@@ -23,21 +23,17 @@ type admission struct {
 	slots   chan struct{} // nil: no bound
 	waiting atomic.Int64
 
-	shut chan struct{} // closed by close
-	// stopped is canceled, with cause ErrClosed, by close; the context of
-	// every admitted instance ends with it.
-	stopped context.Context
-	stop    context.CancelCauseFunc
+	shut atomic.Bool // set by close
 
-	mu     sync.Mutex
-	closed bool
-	active int           // calls inside admit or holding a place
-	idle   chan struct{} // closed once closed and active is 0
+	mu      sync.Mutex
+	closed  bool
+	next    uint64
+	cancels map[uint64]context.CancelCauseFunc // of the calls inside admit or holding a place
+	idle    chan struct{}                      // closed once closed and cancels is empty
 }
 
 func newAdmission(n int) *admission {
-	a := &admission{shut: make(chan struct{}), idle: make(chan struct{})}
-	a.stopped, a.stop = context.WithCancelCause(context.Background())
+	a := &admission{cancels: map[uint64]context.CancelCauseFunc{}, idle: make(chan struct{})}
 	if n > 0 {
 		a.slots = make(chan struct{}, n)
 	}
@@ -51,8 +47,8 @@ type admitted struct {
 	// of calls waiting when it began to wait, itself included (0: no wait).
 	wait   time.Duration
 	queued int
-	// release ends the admitted context and unhooks it from the gate.
-	release func()
+	id     uint64
+	cancel context.CancelCauseFunc // ends the admitted context
 }
 
 // admit waits for a place, for as long as ctx allows and the gate is open.
@@ -65,57 +61,57 @@ func (a *admission) admit(ctx context.Context) (admitted, context.Context, error
 	if err := ctx.Err(); err != nil {
 		return admitted{}, nil, err
 	}
+	ictx, cancel := context.WithCancelCause(ctx)
 	a.mu.Lock()
 	if a.closed {
 		a.mu.Unlock()
+		cancel(nil)
 		return admitted{}, nil, ErrClosed
 	}
-	a.active++
+	a.next++
+	p := admitted{a: a, id: a.next, cancel: cancel}
+	a.cancels[p.id] = cancel
 	a.mu.Unlock()
-	p := admitted{a: a}
 	if a.slots != nil {
 		select {
 		case a.slots <- struct{}{}:
 		default:
 			var err error
-			if p.wait, p.queued, err = a.queue(ctx); err != nil {
-				a.leave()
+			if p.wait, p.queued, err = a.queue(ctx, ictx); err != nil {
+				p.leave()
 				return admitted{}, nil, err
 			}
 		}
 	}
-	ictx, cancel := context.WithCancelCause(ctx)
-	unhook := context.AfterFunc(a.stopped, func() { cancel(ErrClosed) })
-	p.release = func() {
-		unhook()
-		cancel(nil)
-	}
 	return p, ictx, nil
 }
 
-// queue waits for a slot.
-func (a *admission) queue(ctx context.Context) (time.Duration, int, error) {
+// queue waits for a slot; ictx is ctx, ended also by close.
+func (a *admission) queue(ctx, ictx context.Context) (time.Duration, int, error) {
 	queued := int(a.waiting.Add(1))
 	defer a.waiting.Add(-1)
 	start := time.Now()
 	select {
 	case a.slots <- struct{}{}:
 		return time.Since(start), queued, nil
-	case <-ctx.Done():
-		return 0, 0, ctx.Err()
-	case <-a.shut:
+	case <-ictx.Done():
+		if err := ctx.Err(); err != nil {
+			return 0, 0, err
+		}
 		return 0, 0, ErrClosed
 	}
 }
 
-// leave counts a call out of the gate.
-func (a *admission) leave() {
+// leave counts a call out of the gate and ends its context.
+func (p admitted) leave() {
+	a := p.a
 	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.active--
-	if a.closed && a.active == 0 {
+	delete(a.cancels, p.id)
+	if a.closed && len(a.cancels) == 0 {
 		close(a.idle)
 	}
+	a.mu.Unlock()
+	p.cancel(nil)
 }
 
 // done gives the place back. It is a no-op on the zero admitted.
@@ -123,11 +119,10 @@ func (p admitted) done() {
 	if p.a == nil {
 		return
 	}
-	p.release()
 	if p.a.slots != nil {
 		<-p.a.slots
 	}
-	p.a.leave()
+	p.leave()
 }
 
 // close shuts the gate: no instance starts after it, calls waiting for a
@@ -136,24 +131,19 @@ func (p admitted) done() {
 // admitted instance has ended. A second close returns the same channel.
 func (a *admission) close() <-chan struct{} {
 	a.mu.Lock()
+	defer a.mu.Unlock()
 	if !a.closed {
 		a.closed = true
-		close(a.shut)
-		if a.active == 0 {
+		a.shut.Store(true)
+		for _, cancel := range a.cancels {
+			cancel(ErrClosed)
+		}
+		if len(a.cancels) == 0 {
 			close(a.idle)
 		}
 	}
-	a.mu.Unlock()
-	a.stop(ErrClosed)
 	return a.idle
 }
 
 // isClosed reports whether close was called.
-func (a *admission) isClosed() bool {
-	select {
-	case <-a.shut:
-		return true
-	default:
-		return false
-	}
-}
+func (a *admission) isClosed() bool { return a.shut.Load() }
