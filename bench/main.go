@@ -33,9 +33,10 @@ type options struct {
 	tableBomb     int
 	timeout       time.Duration
 	work          string
+	many          manyOptions
 }
 
-var measures = []string{"latency", "scale", "reopen", "fuel", "memory", "download", "tables"}
+var measures = []string{"latency", "scale", "reopen", "fuel", "memory", "download", "tables", "many"}
 
 func main() {
 	var child childDownload
@@ -68,6 +69,7 @@ func main() {
 	flag.IntVar(&o.memConcurrent, "mem-concurrent", 200, "calls of the 64 MiB guest, 4 at once, with admission (a fifth as many without)")
 	flag.IntVar(&o.tableBomb, "table-bomb", -1, "tables: also run issue 25's table of this many elements (30000000: about 4 GB of RSS before the cap), the limit raised for it; -1 skips it")
 	flag.DurationVar(&o.timeout, "timeout", 20*time.Minute, "give up on the whole run after this long")
+	registerManyFlags(&o.many)
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	flag.Parse()
 
@@ -157,6 +159,7 @@ func run(ctx context.Context, o options, t *table) error {
 		{"memory", benchMemory},
 		{"download", benchDownload},
 		{"tables", benchTables},
+		{"many", benchMany},
 	}
 	for _, s := range steps {
 		if !o.only[s.name] {

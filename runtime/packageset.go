@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	goruntime "runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -86,6 +88,14 @@ type PackageSetConfig struct {
 	// MaxPackages bounds how many packages are open at once; 0 means no
 	// bound of count.
 	MaxPackages int
+	// CollectAfter: once the set has closed packages of this many
+	// estimated bytes, it runs a garbage collection on a goroutine of its
+	// own. wazero unmaps a closed module's machine code only when the
+	// collector finalizes it, and a process with a small heap (or a high
+	// GOGC, as the subako-runner command) may not collect for minutes:
+	// evicted code would stay resident and the budget would mean nothing.
+	// 0 means MaxBytes/4 (64 MiB without MaxBytes); negative never.
+	CollectAfter int64
 }
 
 // ErrPackageSetClosed is the error of PackageSet.Call and Acquire once
@@ -134,6 +144,11 @@ type PackageSet struct {
 	closed  bool
 	busy    sync.WaitGroup // one per Acquire not released and per open under way
 	stats   PackageSetStats
+	// closedBytes are the estimated bytes closed since the last
+	// collection (CollectAfter); collecting is set while one runs.
+	closedBytes atomic.Int64
+	collecting  atomic.Bool
+	collections atomic.Int64
 }
 
 // setEntry is one key of the set: opening (done not yet closed) or open.
@@ -169,6 +184,9 @@ type PackageSetStats struct {
 	ResidentBytes int64
 	// InUse is how many packages calls are using right now.
 	InUse int
+	// Collections are the garbage collections the set started to unmap
+	// closed packages' code (PackageSetConfig.CollectAfter).
+	Collections int64
 }
 
 // PackageSetObserver is an Observer that also wants the set's events. The
@@ -211,6 +229,12 @@ func NewPackageSet(rt *Runtime, cfg PackageSetConfig) (*PackageSet, error) {
 	s := &PackageSet{rt: rt, cfg: cfg, entries: map[string]*setEntry{}, lru: list.New()}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.obs, _ = rt.observer.(PackageSetObserver)
+	if s.cfg.CollectAfter == 0 {
+		s.cfg.CollectAfter = 64 << 20
+		if cfg.MaxBytes > 0 {
+			s.cfg.CollectAfter = cfg.MaxBytes / 4
+		}
+	}
 	return s, nil
 }
 
@@ -441,7 +465,22 @@ func (s *PackageSet) closeAll(entries []*setEntry) {
 		if e.evicted {
 			s.observe(context.Background(), PackageSetEvent{Kind: PackageSetEvicted, Key: e.key, Bytes: e.bytes})
 		}
+		s.noteClosed(e.bytes)
 	}
+}
+
+// closed_ counts bytes closed and starts a collection when CollectAfter
+// is reached (one at a time): see PackageSetConfig.CollectAfter.
+func (s *PackageSet) noteClosed(bytes int64) {
+	if s.cfg.CollectAfter < 0 || s.closedBytes.Add(bytes) < s.cfg.CollectAfter || !s.collecting.CompareAndSwap(false, true) {
+		return
+	}
+	s.closedBytes.Store(0)
+	s.collections.Add(1)
+	go func() {
+		defer s.collecting.Store(false)
+		goruntime.GC()
+	}()
 }
 
 func (s *PackageSet) observe(ctx context.Context, e PackageSetEvent) {
@@ -479,7 +518,9 @@ func (s *PackageSet) Remove(key string) {
 func (s *PackageSet) Stats() PackageSetStats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.stats
+	st := s.stats
+	st.Collections = s.collections.Load()
+	return st
 }
 
 // Close refuses new calls, stops the opens under way (their callers get
@@ -516,6 +557,7 @@ func (s *PackageSet) Close(ctx context.Context) error {
 	var err error
 	for _, e := range closing {
 		err = errors.Join(err, e.pkg.Close(ctx))
+		s.noteClosed(e.bytes)
 	}
 	return err
 }
@@ -533,11 +575,12 @@ func (p *Package) ResidentBytes() int64 {
 // estimateResident is ResidentBytes from the sizes of the metered module
 // and module.wasm.
 func estimateResident(metered, module int) int64 {
-	return residentFixed + residentPerMeteredByte*int64(metered) + int64(module)
+	return residentFixed + residentPerMeteredByte*int64(metered)/2 + int64(module)
 }
 
 // The estimate's coefficients (see ResidentBytes).
 const (
-	residentFixed          = 256 << 10
-	residentPerMeteredByte = 7
+	residentFixed = 32 << 10
+	// residentPerMeteredByte is in halves: 5.5 bytes per metered byte.
+	residentPerMeteredByte = 11
 )

@@ -299,8 +299,19 @@ func TestPackageSetByteBudget(t *testing.T) {
 			t.Fatalf("after %s: %+v over the budget", key, st)
 		}
 	}
-	if st := s.Stats(); st.Resident != 2 || st.Evictions != 2 || st.Misses != 4 {
-		t.Fatalf("%+v: want k0 evicted by k2 and k1 by k0's return", st)
+	// CollectAfter defaults to a quarter of the budget: each eviction
+	// (more than that) started a collection, unless one still ran.
+	if st := s.Stats(); st.Resident != 2 || st.Evictions != 2 || st.Misses != 4 || st.Collections < 1 {
+		t.Fatalf("%+v: want k0 evicted by k2 and k1 by k0's return, and a collection", st)
+	}
+	s = newSet(t, rt, PackageSetConfig{Loader: d, MaxBytes: 2*one + one/2, CollectAfter: -1})
+	for _, key := range []string{"k0", "k1", "k2", "k0"} {
+		if err := greetVia(s, key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := s.Stats(); st.Evictions != 2 || st.Collections != 0 {
+		t.Fatalf("%+v: want no collection with CollectAfter -1", st)
 	}
 }
 
