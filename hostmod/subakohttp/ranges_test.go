@@ -322,3 +322,30 @@ func TestWildcardNeverReachesUnderItsOwnSuffix(t *testing.T) {
 		}
 	}
 }
+
+// TestCloudMetadataIsNamed: each cloud metadata address is refused as
+// one, even where a wider range (link-local, CGNAT, ULA) refuses it too,
+// so the refusal says what was at stake; its neighbours are not.
+func TestCloudMetadataIsNamed(t *testing.T) {
+	for _, tc := range []struct {
+		addr     string
+		metadata bool
+	}{
+		{"169.254.169.254", true}, {"169.254.169.253", false}, {"169.254.169.255", false},
+		{"169.254.170.2", true}, {"169.254.170.3", false},
+		{"100.100.100.200", true}, {"100.100.100.201", false},
+		{"168.63.129.16", true},
+		{"192.0.0.192", true}, {"192.0.0.193", false},
+		{"fd00:ec2::254", true}, {"fd00:ec2::255", false},
+		{"fd00:ec2::23", true}, {"fd00:ec2::24", false},
+		{"::ffff:169.254.169.254", true},
+	} {
+		why := nonPublic(netip.MustParseAddr(tc.addr))
+		if why == "" {
+			t.Errorf("%s allowed", tc.addr)
+		}
+		if got := strings.Contains(why, "cloud"); got != tc.metadata {
+			t.Errorf("%s: %q; want it named a cloud address: %v", tc.addr, why, tc.metadata)
+		}
+	}
+}
