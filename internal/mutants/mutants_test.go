@@ -159,7 +159,11 @@ func TestMutantsAreKilled(t *testing.T) {
 		default:
 			o = killed
 		}
-		t.Logf("[%d/%d] %-40s %s (%.0fs)", i+1, len(chosen), m.id, [...]string{"killed", "SURVIVED", "not viable"}[o], time.Since(start).Seconds())
+		by := ""
+		if o == killed {
+			by = " by " + failedTests(out)
+		}
+		t.Logf("[%d/%d] %-40s %s%s (%.0fs)", i+1, len(chosen), m.id, [...]string{"killed", "SURVIVED", "not viable"}[o], by, time.Since(start).Seconds())
 		switch o {
 		case killed:
 			killedN++
@@ -187,6 +191,24 @@ func must(t *testing.T, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// failedTests names the top-level tests that failed in a run's output (at
+// most three), so that a kill by an unrelated or flaky test shows.
+func failedTests(out []byte) string {
+	var names []string
+	for line := range strings.Lines(string(out)) {
+		if name, ok := strings.CutPrefix(line, "--- FAIL: "); ok {
+			names = append(names, strings.Fields(name)[0])
+		}
+	}
+	if len(names) == 0 {
+		return "a failed run"
+	}
+	if len(names) > 3 {
+		names = append(names[:3], "…")
+	}
+	return strings.Join(names, ", ")
 }
 
 // tail is the last lines of a test run's output.
