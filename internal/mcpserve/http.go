@@ -1,9 +1,15 @@
 package mcpserve
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/url"
+	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -16,24 +22,43 @@ import (
 // carry MCP-Protocol-Version on every POST and need no Mcp-Session-Id.
 const statelessVersion = "2026-07-28"
 
+// DefaultMaxSessions is how many sessions (of 2025-06-18 and 2025-11-25
+// clients) Handler keeps when Options.MaxSessions is zero. A session costs
+// about 60 KB; a client holds one for as long as it is connected.
+const DefaultMaxSessions = 128
+
+// DefaultSessionIdle is how long a session may go without a request
+// before it is closed, when Options.SessionIdle is zero. A client whose
+// session was closed gets 404 and starts a new one, as MCP says.
+const DefaultSessionIdle = 10 * time.Minute
+
+// maxRequestBody is the largest POST body Handler reads: the SDK's bound.
+const maxRequestBody = mcp.DefaultMaxRequestBodyBytes
+
 // Handler serves the server over Streamable HTTP, on any path (mount it
 // where the clients expect it, conventionally /mcp).
 //
-// Requests of 2026-07-28 and later (by their MCP-Protocol-Version header)
-// are served statelessly; anything else, initialize included, gets a session
-// of 2025-06-18 or 2025-11-25 with Mcp-Session-Id and the GET stream for
+// Requests of 2026-07-28 (by their MCP-Protocol-Version header) are served
+// statelessly; a later revision the server does not know gets the
+// transport's "unsupported protocol version" error (-32022, with the
+// versions it has); anything else, initialize included, gets a session of
+// 2025-06-18 or 2025-11-25 with Mcp-Session-Id and the GET stream for
 // notifications. Before either, every request's Host and Origin are checked
-// against DNS rebinding (see CheckHost): a page on another site cannot reach
-// this server through the browser.
+// against DNS rebinding and other sites' pages (see CheckHost).
+//
+// Sessions are bounded: at most Options.MaxSessions at once (a new one
+// closes the session idle the longest, or is refused with 503 when every
+// session has a request in flight), each closed after Options.SessionIdle
+// without a request.
 //
 // Each call makes a handler with its own sessions: call it once per
-// listener. A session idle for an hour is closed (the client starts anew).
+// listener.
 func (s *Server) Handler() http.Handler {
 	get := func(*http.Request) *mcp.Server { return s.sdk }
 	logger := newSlogger(s.log.Named("mcp.http"))
 	sessions := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
 		Logger:         logger,
-		SessionTimeout: time.Hour,
+		SessionTimeout: s.opts.SessionIdle,
 		// The Host and Origin checks below are stricter than the SDK's
 		// (which checks Host only, and only on a loopback listener).
 		DisableLocalhostProtection: true,
@@ -44,6 +69,7 @@ func (s *Server) Handler() http.Handler {
 		DisableLocalhostProtection:   true,
 		PropagateRequestCancellation: true, // a client that gives up ends the instance
 	})
+	table := &sessionTable{srv: s, max: s.opts.MaxSessions, byID: map[string]*sessionUse{}}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := s.CheckHost(r); err != nil {
 			s.log.Warn("refused an HTTP request", zap.String("remote", r.RemoteAddr), zap.Error(err))
@@ -51,20 +77,177 @@ func (s *Server) Handler() http.Handler {
 			return
 		}
 		if v := r.Header.Get("MCP-Protocol-Version"); v >= statelessVersion {
+			if !slices.Contains(mcp.SupportedProtocolVersions(), v) {
+				unsupportedVersion(w, r, v)
+				return
+			}
 			stateless.ServeHTTP(w, r)
 			return
 		}
-		sessions.ServeHTTP(w, r)
+		table.serve(w, r, sessions)
 	})
 }
 
-// CheckHost is the DNS-rebinding defence of Handler. A browser tricked into
-// sending a request here by a rebound name still sends that name in Host
-// (and its page's origin in Origin), so both must name this machine as a
-// client legitimately addresses it: localhost, a loopback address, one of
-// Options.AllowedHosts, or with Options.AllowRemote any IP address. An
-// Origin must also be http or https; "null" (a sandboxed or file page) is
-// refused.
+// unsupportedVersion answers a request of a revision this server does not
+// have as the 2026-07-28 transport says: 400, and a JSON-RPC error naming
+// the versions it has, so the client can pick one.
+func unsupportedVersion(w http.ResponseWriter, r *http.Request, requested string) {
+	var req struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if r.Body != nil {
+		body, _ := io.ReadAll(io.LimitReader(r.Body, maxRequestBody))
+		_ = json.Unmarshal(body, &req)
+	}
+	if req.ID == nil || !validID(req.ID) {
+		req.ID = json.RawMessage("null")
+	}
+	data, _ := json.Marshal(mcp.UnsupportedProtocolVersionData{Supported: mcp.SupportedProtocolVersions(), Requested: requested})
+	writeJSONRPCError(w, http.StatusBadRequest, req.ID, mcp.CodeUnsupportedProtocolVersion, "unsupported protocol version", data)
+}
+
+func writeJSONRPCError(w http.ResponseWriter, status int, id json.RawMessage, code int, msg string, data json.RawMessage) {
+	e := map[string]any{"code": code, "message": msg}
+	if data != nil {
+		e["data"] = data
+	}
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "error": e})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+// sessionTable bounds the SDK's sessions: it sees every session request,
+// so it knows which sessions exist, which have a request in flight and
+// when each was last used.
+type sessionTable struct {
+	srv *Server
+	max int
+
+	mu       sync.Mutex
+	byID     map[string]*sessionUse
+	starting int // new sessions being made (counted against max)
+}
+
+type sessionUse struct {
+	last time.Time
+	busy int // POSTs and DELETEs in flight (a GET stream is not busy)
+}
+
+func (t *sessionTable) serve(w http.ResponseWriter, r *http.Request, h http.Handler) {
+	id := r.Header.Get("Mcp-Session-Id")
+	if id == "" {
+		t.serveNew(w, r, h)
+		return
+	}
+	t.mu.Lock()
+	u := t.byID[id]
+	if u != nil {
+		u.last = time.Now()
+		if r.Method != http.MethodGet {
+			u.busy++
+		}
+	}
+	t.mu.Unlock()
+	h.ServeHTTP(w, r)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if u != nil {
+		u.last = time.Now()
+		if r.Method != http.MethodGet {
+			u.busy--
+		}
+	}
+	if r.Method == http.MethodDelete {
+		delete(t.byID, id)
+	}
+}
+
+// serveNew serves a request without a session (an initialize, or a
+// client's mistake, which the SDK refuses) once there is room for the
+// session it may make.
+func (t *sessionTable) serveNew(w http.ResponseWriter, r *http.Request, h http.Handler) {
+	if r.Method != http.MethodPost {
+		h.ServeHTTP(w, r)
+		return
+	}
+	evict, ok := t.reserve()
+	if evict != "" {
+		t.closeSession(evict)
+	}
+	if !ok {
+		t.srv.log.Warn("refused a new MCP session: every session has a request in flight", zap.Int("sessions", t.max), zap.String("remote", r.RemoteAddr))
+		writeJSONRPCError(w, http.StatusServiceUnavailable, json.RawMessage("null"), codeServerBusy,
+			fmt.Sprintf("server busy: all %d sessions have requests in flight; try again later", t.max), nil)
+		return
+	}
+	h.ServeHTTP(w, r)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.starting--
+	if id := w.Header().Get("Mcp-Session-Id"); id != "" {
+		t.byID[id] = &sessionUse{last: time.Now()}
+	}
+}
+
+// reserve counts a new session against the bound. At the bound it first
+// forgets sessions the SDK has closed (idle timeout), then picks the
+// session idle the longest to close; ok is false when every session is
+// busy.
+func (t *sessionTable) reserve() (evict string, ok bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.byID)+t.starting >= t.max {
+		t.pruneLocked()
+	}
+	if len(t.byID)+t.starting >= t.max {
+		var oldest *sessionUse
+		for id, u := range t.byID {
+			if u.busy == 0 && (oldest == nil || u.last.Before(oldest.last)) {
+				oldest, evict = u, id
+			}
+		}
+		if oldest == nil {
+			return "", false
+		}
+		delete(t.byID, evict)
+	}
+	t.starting++
+	return evict, true
+}
+
+// pruneLocked drops the sessions the SDK no longer has.
+func (t *sessionTable) pruneLocked() {
+	live := map[string]bool{}
+	for ss := range t.srv.sdk.Sessions() {
+		live[ss.ID()] = true
+	}
+	for id := range t.byID {
+		if !live[id] {
+			delete(t.byID, id)
+		}
+	}
+}
+
+func (t *sessionTable) closeSession(id string) {
+	for ss := range t.srv.sdk.Sessions() {
+		if ss.ID() == id {
+			t.srv.log.Info("closed the MCP session idle the longest to make room for a new one", zap.String("session", id), zap.Int("sessions", t.max))
+			_ = ss.Close()
+			return
+		}
+	}
+}
+
+// CheckHost is the DNS-rebinding and cross-site defence of Handler. A
+// browser tricked into sending a request here by a rebound name still sends
+// that name in Host (and its page's origin in Origin), so Host must name
+// this machine as a client legitimately addresses it: localhost, a loopback
+// address, one of Options.AllowedHosts, or with Options.AllowRemote any IP
+// address. An Origin, when sent, must be this server's own (http, an
+// allowed host, and the port the request came to) or one of
+// Options.AllowedOrigins, compared by scheme, host and port: a page served
+// on another port of this machine is another site.
 func (s *Server) CheckHost(r *http.Request) error {
 	if !s.hostAllowed(r.Host) {
 		return fmt.Errorf("Host %q is not an address of this server", r.Host)
@@ -73,14 +256,55 @@ func (s *Server) CheckHost(r *http.Request) error {
 	if origin == "" {
 		return nil // not a browser, or a same-origin GET
 	}
-	u, err := url.Parse(origin)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("Origin %q is not an http(s) origin", origin)
+	if slices.Contains(s.opts.AllowedOrigins, normalizeOrigin(origin)) {
+		return nil
 	}
-	if !s.hostAllowed(u.Host) {
-		return fmt.Errorf("Origin %q is not a page of this server", origin)
+	u, err := url.Parse(origin)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" || u.User != nil {
+		return fmt.Errorf("Origin %q is not an http(s) origin (allow it with --allow-origin)", origin)
+	}
+	if u.Scheme != "http" || !s.hostAllowed(u.Host) || originPort(u) != hostPort(r.Host) {
+		return fmt.Errorf("Origin %q is not this server's (allow it with --allow-origin)", origin)
 	}
 	return nil
+}
+
+// normalizeOrigin is how origins compare: lowercased, without a trailing
+// slash.
+func normalizeOrigin(o string) string {
+	return strings.TrimSuffix(strings.ToLower(strings.TrimSpace(o)), "/")
+}
+
+// NormalizeOrigins returns origins as Options.AllowedOrigins compares
+// them, or an error naming the first that is not SCHEME://HOST[:PORT].
+func NormalizeOrigins(origins []string) ([]string, error) {
+	var out []string
+	for _, o := range origins {
+		n := normalizeOrigin(o)
+		u, err := url.Parse(n)
+		if err != nil || u.Scheme == "" || u.Host == "" || u.Path != "" || u.RawQuery != "" || u.User != nil {
+			return nil, fmt.Errorf("origin %q: want SCHEME://HOST[:PORT], e.g. http://localhost:6274 or vscode-webview://ID", o)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func originPort(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	if u.Scheme == "https" {
+		return "443"
+	}
+	return "80"
+}
+
+func hostPort(hostport string) string {
+	if _, p, err := net.SplitHostPort(hostport); err == nil && p != "" {
+		return p
+	}
+	return "80"
 }
 
 func (s *Server) hostAllowed(hostport string) bool {

@@ -2,10 +2,13 @@ package mcpserve
 
 import (
 	"context"
+	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -88,6 +91,11 @@ func TestDNSRebinding(t *testing.T) {
 	pkg := f.load(t, testdata+"packages/cgreet")
 	local := New(pkg, Options{Logger: f.log})
 	remote := New(pkg, Options{Logger: f.log, AllowRemote: true, AllowedHosts: []string{"build-box.lan"}})
+	allowed, err := NormalizeOrigins([]string{"http://LOCALHOST:6274/", "vscode-webview://1abc"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	origins := New(pkg, Options{Logger: f.log, AllowedOrigins: allowed})
 	const body = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`
 	for _, tc := range []struct {
 		name         string
@@ -98,7 +106,16 @@ func TestDNSRebinding(t *testing.T) {
 		{"loopback", local, "127.0.0.1:8080", "", true},
 		{"localhost", local, "localhost:8080", "", true},
 		{"ipv6 loopback", local, "[::1]:8080", "", true},
-		{"localhost origin", local, "127.0.0.1:8080", "http://localhost:6274", true},
+		{"own origin", local, "127.0.0.1:8080", "http://127.0.0.1:8080", true},
+		{"own port by another loopback name", local, "127.0.0.1:8080", "http://localhost:8080", true},
+		{"another port of this machine", local, "127.0.0.1:8080", "http://localhost:6274", false},
+		{"another port, same address", local, "127.0.0.1:8080", "http://127.0.0.1:9999", false},
+		{"https origin of this port", local, "127.0.0.1:8080", "https://127.0.0.1:8080", false},
+		{"origin with a path", local, "127.0.0.1:8080", "http://127.0.0.1:8080/x", false},
+		{"allowed inspector origin", origins, "127.0.0.1:8080", "http://localhost:6274", true},
+		{"allowed webview origin", origins, "127.0.0.1:8080", "vscode-webview://1abc", true},
+		{"allowed origin, other port", origins, "127.0.0.1:8080", "http://localhost:6275", false},
+		{"allowed origins keep the Host check", origins, "evil.example:8080", "vscode-webview://1abc", false},
 		{"rebound name", local, "evil.example:8080", "", false},
 		{"rebound name with its origin", local, "evil.example:8080", "http://evil.example:8080", false},
 		{"foreign origin", local, "127.0.0.1:8080", "https://evil.example", false},
@@ -129,6 +146,140 @@ func TestDNSRebinding(t *testing.T) {
 				t.Errorf("allowed request: status %d %s", w.Code, w.Body)
 			}
 		})
+	}
+}
+
+// rawPost sends one JSON-RPC message as a Streamable HTTP client would and
+// returns the response with its body read.
+func rawPost(t *testing.T, url, session, version, body string) (*http.Response, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if session != "" {
+		req.Header.Set("Mcp-Session-Id", session)
+	}
+	if version != "" {
+		req.Header.Set("MCP-Protocol-Version", version)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, string(b)
+}
+
+const initializeBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"flood","version":"1"}}}`
+
+func (s *Server) sessionCount() int {
+	n := 0
+	for range s.sdk.Sessions() {
+		n++
+	}
+	return n
+}
+
+// TestHTTPSessionBound: an unauthenticated flood of initialize requests
+// (129,797 sessions in 20 s before, 7.86 GB) keeps at most MaxSessions
+// sessions: each new one closes the session idle the longest, so a client
+// that keeps using its session keeps it; when every session has a request
+// in flight a new one is refused with 503 and a busy error.
+func TestHTTPSessionBound(t *testing.T) {
+	f := newFixture(t)
+	lim := limits.Default()
+	lim.CallTimeout = time.Hour
+	const max = 3
+	srv := New(f.load(t, misbehavePackage(t)), Options{Logger: f.log, MaxSessions: max, MaxRunning: max, Call: runtime.CallRequest{Limits: &lim}})
+	t.Cleanup(func() { srv.Close(context.Background()) })
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+	open := func() string {
+		resp, body := rawPost(t, ts.URL, "", "", initializeBody)
+		if resp.StatusCode != http.StatusOK || resp.Header.Get("Mcp-Session-Id") == "" {
+			t.Fatalf("initialize: %d %s", resp.StatusCode, body)
+		}
+		return resp.Header.Get("Mcp-Session-Id")
+	}
+	const ping = `{"jsonrpc":"2.0","id":2,"method":"ping"}`
+	alive := func(id string) bool {
+		resp, _ := rawPost(t, ts.URL, id, "2025-11-25", ping)
+		return resp.StatusCode == http.StatusOK
+	}
+	keeper := open()
+	for range 40 {
+		open()
+		if !alive(keeper) { // used after every new session: never the idlest
+			t.Fatal("the session in use was closed to make room")
+		}
+		if n := srv.sessionCount(); n > max {
+			t.Fatalf("%d sessions, bound %d", n, max)
+		}
+	}
+
+	// Every session busy: a new one is refused.
+	busy := make([]string, 0, max)
+	for range max {
+		busy = append(busy, open())
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, id := range busy {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, ts.URL, strings.NewReader(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"timeout_sleep","arguments":{}}}`))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set("Mcp-Session-Id", id)
+			req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		}()
+	}
+	waitFor(t, "every session's call to start", func() bool {
+		return f.logs.FilterMessage("module stderr").FilterField(zap.String("tool", "timeout_sleep")).Len() >= max
+	})
+	resp, body := rawPost(t, ts.URL, "", "", initializeBody)
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, `"code":-32000`) || !strings.Contains(body, "server busy") {
+		t.Errorf("initialize with every session busy: %d %s", resp.StatusCode, body)
+	}
+	// The clients cancel their calls, which ends the instances.
+	for _, id := range busy {
+		rawPost(t, ts.URL, id, "2025-11-25", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3}}`)
+	}
+	wg.Wait()
+	cancel()
+}
+
+// TestHTTPUnknownVersion: a request of a revision the server does not know
+// gets the transport's unsupported-version error (-32022, naming the
+// versions it has), not a complaint about _meta.
+func TestHTTPUnknownVersion(t *testing.T) {
+	f := newFixture(t)
+	srv := New(f.load(t, testdata+"packages/cgreet"), Options{Logger: f.log})
+	t.Cleanup(func() { srv.Close(context.Background()) })
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+	resp, body := rawPost(t, ts.URL, "", "2099-01-01", `{"jsonrpc":"2.0","id":"v","method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2099-01-01"}}}`)
+	var m struct {
+		ID    string `json:"id"`
+		Error struct {
+			Code int `json:"code"`
+			Data struct {
+				Supported []string `json:"supported"`
+			} `json:"data"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(body), &m); err != nil || resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("%d %s (%v)", resp.StatusCode, body, err)
+	}
+	if m.ID != "v" || m.Error.Code != mcp.CodeUnsupportedProtocolVersion || !slices.Contains(m.Error.Data.Supported, "2026-07-28") {
+		t.Errorf("answer %s", body)
 	}
 }
 

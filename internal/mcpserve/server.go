@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	goruntime "runtime"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -48,7 +50,32 @@ type Options struct {
 	// AllowedHosts are extra host names (without port) Handler accepts in
 	// Host and Origin, e.g. the name a remote client uses for this machine.
 	AllowedHosts []string
+	// AllowedOrigins are browser origins (SCHEME://HOST[:PORT], as
+	// NormalizeOrigins returns them) Handler accepts besides its own, e.g.
+	// an editor's webview or the MCP Inspector's page.
+	AllowedOrigins []string
+	// MaxSessions bounds Handler's sessions; zero means DefaultMaxSessions.
+	MaxSessions int
+	// SessionIdle closes a session after that long without a request; zero
+	// means DefaultSessionIdle.
+	SessionIdle time.Duration
+	// MaxRunning is how many tools/call run at once; zero means one per
+	// CPU (the runtime's default bound on instances). Calls beyond it wait
+	// their turn here, before they hold anything of the runtime's (their
+	// /volume/tmp is made once they run).
+	MaxRunning int
+	// MaxQueued is how many calls may wait for their turn; zero means
+	// DefaultMaxQueued. A call beyond it is refused at once with a JSON-RPC
+	// error saying the server is busy (code -32000).
+	MaxQueued int
 }
+
+// DefaultMaxQueued is Options.MaxQueued's default: calls waiting to run.
+const DefaultMaxQueued = 64
+
+// codeServerBusy is the JSON-RPC error of a call or session refused
+// because a bound is reached (JSON-RPC's range for server errors).
+const codeServerBusy = -32000
 
 // Server serves one package (swappable with Swap) to MCP clients. It is safe
 // for concurrent use; ServeStdio and Handler may serve at the same time.
@@ -64,6 +91,9 @@ type Server struct {
 	tools  map[string]bool // names registered with the SDK server
 	calls  sync.WaitGroup
 	closed bool
+	queued int // calls waiting for a place in running
+
+	running chan struct{} // one token per call running (Options.MaxRunning)
 }
 
 // held is a package and the calls using it; a retired package is closed
@@ -85,7 +115,19 @@ func New(pkg *runtime.Package, opts Options) *Server {
 	if opts.PageSize <= 0 {
 		opts.PageSize = DefaultPageSize
 	}
-	s := &Server{log: log, opts: opts, cur: &held{pkg: pkg}, tools: map[string]bool{}}
+	if opts.MaxSessions <= 0 {
+		opts.MaxSessions = DefaultMaxSessions
+	}
+	if opts.SessionIdle <= 0 {
+		opts.SessionIdle = DefaultSessionIdle
+	}
+	if opts.MaxRunning <= 0 {
+		opts.MaxRunning = goruntime.NumCPU()
+	}
+	if opts.MaxQueued <= 0 {
+		opts.MaxQueued = DefaultMaxQueued
+	}
+	s := &Server{log: log, opts: opts, cur: &held{pkg: pkg}, tools: map[string]bool{}, running: make(chan struct{}, opts.MaxRunning)}
 	s.sdk = mcp.NewServer(implementation(pkg), &mcp.ServerOptions{
 		Logger:       newSlogger(log.Named("mcp")),
 		PageSize:     opts.PageSize,
@@ -209,11 +251,45 @@ func (s *Server) release(ctx context.Context, h *held) {
 	s.calls.Done()
 }
 
+// admit waits for a place among the running calls. At most
+// Options.MaxQueued calls wait; one more is refused at once, so a flood of
+// calls costs a bounded queue, not memory and volumes without bound.
+func (s *Server) admit(ctx context.Context) error {
+	select {
+	case s.running <- struct{}{}:
+		return nil
+	default:
+	}
+	s.mu.Lock()
+	if s.queued >= s.opts.MaxQueued {
+		s.mu.Unlock()
+		s.log.Warn("refused a call: the queue is full", zap.Int("running", s.opts.MaxRunning), zap.Int("queued", s.opts.MaxQueued))
+		return &jsonrpc.Error{Code: codeServerBusy, Message: fmt.Sprintf("server busy: %d calls running and %d waiting; try again later", s.opts.MaxRunning, s.opts.MaxQueued)}
+	}
+	s.queued++
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.queued--
+		s.mu.Unlock()
+	}()
+	select {
+	case s.running <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // callTool runs one tools/call in a fresh instance of the current package.
 // Everything the module did — a result, a tool error, a crash — is a
 // CallToolResult; only a request the host refuses (an unknown tool) is a
 // JSON-RPC error, as MCP asks.
 func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	if err := s.admit(ctx); err != nil {
+		return nil, err
+	}
+	defer func() { <-s.running }()
 	h, ok := s.acquire()
 	if !ok {
 		return nil, errors.New("the server is shutting down")

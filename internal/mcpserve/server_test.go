@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
@@ -342,7 +344,7 @@ func TestConcurrentCallsAndCancellation(t *testing.T) {
 	f := newFixture(t)
 	lim := limits.Default()
 	lim.CallTimeout = time.Hour
-	srv := New(f.load(t, misbehavePackage(t)), Options{Logger: f.log, Call: runtime.CallRequest{Limits: &lim}})
+	srv := New(f.load(t, misbehavePackage(t)), Options{Logger: f.log, MaxRunning: 16, Call: runtime.CallRequest{Limits: &lim}})
 	t.Cleanup(func() { srv.Close(context.Background()) })
 
 	for _, version := range []string{"2026-07-28", "2025-11-25"} {
@@ -624,5 +626,58 @@ func TestStdioIDsAndMalformedLines(t *testing.T) {
 	slices.SortFunc(wants, order)
 	if !slices.Equal(got, wants) {
 		t.Errorf("answers (id, code):\n got %v\nwant %v\nstdout:\n%s", got, wants, out.String())
+	}
+}
+
+// TestCallQueueBound: calls beyond MaxRunning wait, at most MaxQueued of
+// them (4,000 concurrent calls queued without bound before, 824 MB); one
+// more is refused at once with a JSON-RPC error saying the server is busy,
+// and a waiting call runs once a place frees.
+func TestCallQueueBound(t *testing.T) {
+	f := newFixture(t)
+	lim := limits.Default()
+	lim.CallTimeout = time.Hour
+	srv := New(f.load(t, misbehavePackage(t)), Options{Logger: f.log, MaxRunning: 1, MaxQueued: 1, Call: runtime.CallRequest{Limits: &lim}})
+	t.Cleanup(func() { srv.Close(context.Background()) })
+	cs, _ := connectStdio(t, srv, "2026-07-28", nil)
+	sleeping := func() int {
+		return f.logs.FilterMessage("module stderr").FilterField(zap.String("tool", "timeout_sleep")).Len()
+	}
+	queued := func() int {
+		srv.mu.Lock()
+		defer srv.mu.Unlock()
+		return srv.queued
+	}
+	runCtx, cancelRun := context.WithCancel(context.Background())
+	defer cancelRun()
+	ran := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(runCtx, &mcp.CallToolParams{Name: "timeout_sleep", Arguments: map[string]any{}})
+		ran <- err
+	}()
+	waitFor(t, "the first call to run", func() bool { return sleeping() == 1 })
+	waiting := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "ok", Arguments: map[string]any{}})
+		if err != nil {
+			t.Errorf("the queued call: %v", err)
+		}
+		waiting <- res
+	}()
+	waitFor(t, "the second call to wait", func() bool { return queued() == 1 })
+	_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "ok", Arguments: map[string]any{}})
+	var werr *jsonrpc.Error
+	if !errors.As(err, &werr) || werr.Code != codeServerBusy || !strings.Contains(werr.Message, "server busy") {
+		t.Errorf("a call beyond the queue: %v, want JSON-RPC error %d (server busy)", err, codeServerBusy)
+	}
+	cancelRun()
+	<-ran
+	select {
+	case res := <-waiting:
+		if res == nil || res.IsError {
+			t.Errorf("the queued call: %+v", res)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the queued call never ran")
 	}
 }
