@@ -580,7 +580,7 @@ func estimateResident(metered, module int) int64 {
 
 // The estimate's coefficients (see ResidentBytes).
 const (
-	residentFixed = 32 << 10
+	residentFixed = 128 << 10
 	// residentPerMeteredByte is in halves: 5.5 bytes per metered byte.
 	residentPerMeteredByte = 11
 )
