@@ -126,7 +126,7 @@ func (h *hostFlags) openRuntime(ctx context.Context, e *env, lim limits.Limits, 
 		release()
 		return nil, nil, err
 	}
-	return rt, func() { rt.Close(ctx); release() }, nil
+	return rt, func() { closeRuntime(ctx, rt); release() }, nil
 }
 
 // limitFlags are --memory, --fuel and --timeout.

@@ -77,7 +77,11 @@ func runInspect(ctx context.Context, e *env, h *hostFlags, f *inspectFlags, path
 	if err != nil {
 		return fail(e, "--listen: %v", err)
 	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	ln = loopback.LimitListener(ln, loopback.DefaultMaxConns)
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: loopback.ReadHeaderTimeout, IdleTimeout: loopback.IdleTimeout,
+		// Requests end with the command: a call in flight stops on
+		// SIGINT/SIGTERM instead of running to its limit.
+		BaseContext: func(net.Listener) context.Context { return ctx }}
 	done := make(chan error, 1)
 	go func() { done <- hs.Serve(ln) }()
 	fmt.Fprintf(e.stderr, "subako-runner: inspecting %s; open this URL (Ctrl-C stops):\n", path)
@@ -87,7 +91,7 @@ func runInspect(ctx context.Context, e *env, h *hostFlags, f *inspectFlags, path
 		return fail(e, "--listen: %v", err)
 	case <-ctx.Done():
 	}
-	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 	defer cancel()
 	_ = hs.Shutdown(shutdown)
 	return exitOK

@@ -3,9 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
+	"io/fs"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/subako/subako-runner/internal/testguest"
 )
@@ -100,5 +104,56 @@ func TestRunModuleThatDoesNotLinkExits2(t *testing.T) {
 	code, _, errOut = cli(t, "", "run", "../../testdata/checks/import_signature.wasm")
 	if code != exitUsage || !strings.Contains(errOut, "import_signature") {
 		t.Errorf("import_signature: exit %d, stderr %q", code, errOut)
+	}
+}
+
+// SIGINT/SIGTERM (the command's context ending) while mcp serves a call
+// over stdio, the client still connected: the call is cancelled as the
+// caller's, not reported as the module's timeout (it waited for its own
+// limit before), the command returns well before that limit, and the
+// runtime's temporary directory is gone.
+func TestInterruptMCPStdioWithACallInFlight(t *testing.T) {
+	pkg := pkgDir(t, "misbehave", nil)
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stdin, client := io.Pipe()
+	defer client.Close()
+	go io.WriteString(client, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"timeout_sleep","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`+"\n")
+	var stdout bytes.Buffer
+	stderr := &cancelOnWrite{marker: "tools/call", cancel: cancel}
+	e := &env{stdin: stdin, stdout: &stdout, stderr: stderr, getenv: func(string) string { return "" }}
+	done := make(chan int, 1)
+	go func() { done <- mainWith(ctx, e, []string{"mcp", "--timeout", "1h", pkg}) }()
+	select {
+	case code := <-done:
+		if code != exitOK {
+			t.Errorf("exit %d, want 0\nstderr %s", code, stderr.String())
+		}
+	case <-time.After(2 * time.Minute): // a whole-test bound; the call's limit is an hour
+		t.Fatalf("mcp did not stop on the interruption:\n%s", stderr.String())
+	}
+	log := stderr.String()
+	if !strings.Contains(log, "call cancelled: subako-runner is stopping") {
+		t.Errorf("the call was not reported cancelled by the stop:\n%s", log)
+	}
+	if strings.Contains(log, `"timeout"`) || strings.Contains(log, "reason=timeout") || strings.Contains(log, "crashed") {
+		t.Errorf("the cancelled call was reported as the module's timeout:\n%s", log)
+	}
+	if strings.Contains(stdout.String(), `"id":1`) {
+		t.Errorf("the cancelled call was answered: %s", stdout.String())
+	}
+	// The runtimes of one user share the root <TMPDIR>/subako-runner-<uid>;
+	// this one's directory (and its lock) in it must be gone.
+	var left []string
+	filepath.WalkDir(tmp, func(p string, d fs.DirEntry, err error) error {
+		if rel, _ := filepath.Rel(tmp, p); strings.Count(rel, string(filepath.Separator)) >= 1 && strings.HasPrefix(rel, "subako-runner-") {
+			left = append(left, p)
+		}
+		return nil
+	})
+	if len(left) > 0 {
+		t.Errorf("the runtime's temporary directory was left behind: %v", left)
 	}
 }

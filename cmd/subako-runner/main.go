@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -52,6 +53,20 @@ func main() {
 	code := mainWith(ctx, &env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}, os.Args[1:])
 	stop()
 	os.Exit(code)
+}
+
+// runtimeCloseTimeout bounds closing the runtime at the end of a command:
+// its instances are stopped through their contexts, so this is the wait for
+// them to go and for the temporary volumes to be removed.
+const runtimeCloseTimeout = 1500 * time.Millisecond
+
+// closeRuntime closes rt with a fresh bounded context: after SIGINT or
+// SIGTERM the command's own context has ended, and a Close under it would
+// give up at once and leave the runtime's temporary directory behind.
+func closeRuntime(ctx context.Context, rt *runtime.Runtime) {
+	c, cancel := context.WithTimeout(context.WithoutCancel(ctx), runtimeCloseTimeout)
+	defer cancel()
+	_ = rt.Close(c)
 }
 
 // exitStatus is a command's exit status once it has written its output.

@@ -17,15 +17,21 @@ import (
 	"github.com/subako/subako-runner/runtime"
 )
 
-// mcpShutdown bounds the wait for calls in flight when the client has gone.
-const mcpShutdown = 10 * time.Second
+// mcpShutdown bounds the wait for the calls in flight to end once they are
+// cancelled (the client has gone, or SIGINT/SIGTERM): with the runtime's
+// close after it, the process is gone within 2 s.
+const mcpShutdown = 500 * time.Millisecond
 
 // mcpFlags are the flags of mcp beyond those of a call.
 type mcpFlags struct {
-	http         string
-	allowRemote  bool
-	allowedHosts []string
-	watch        bool
+	http           string
+	allowRemote    bool
+	allowedHosts   []string
+	allowedOrigins []string
+	maxSessions    int
+	sessionIdle    time.Duration
+	maxQueued      int
+	watch          bool
 }
 
 func newMCPCmd(a *app) *cobra.Command {
@@ -51,8 +57,14 @@ func newMCPCmd(a *app) *cobra.Command {
 				if m.http, err = loopback.ListenAddr(m.http, m.allowRemote, "--http", "--http-allow-remote"); err != nil {
 					return usageErr(cmd, "%v", err)
 				}
-			} else if m.allowRemote || len(m.allowedHosts) > 0 {
-				return usageErr(cmd, "--http-allow-remote and --http-allow-host need --http")
+			} else if m.allowRemote || len(m.allowedHosts) > 0 || len(m.allowedOrigins) > 0 {
+				return usageErr(cmd, "--http-allow-remote, --http-allow-host and --allow-origin need --http")
+			}
+			if m.allowedOrigins, err = mcpserve.NormalizeOrigins(m.allowedOrigins); err != nil {
+				return usageErr(cmd, "--allow-origin: %v", err)
+			}
+			if m.maxSessions < 0 || m.maxQueued < 0 || m.sessionIdle < 0 {
+				return usageErr(cmd, "--http-max-sessions, --http-session-idle and --max-queued must not be negative")
 			}
 			return status(runMCP(a.ctx, a.e, &h, &c, &m, args[0], req))
 		},
@@ -68,6 +80,10 @@ func newMCPCmd(a *app) *cobra.Command {
 	fs.StringVar(&m.http, "http", "", "serve Streamable HTTP on `ADDR` (HOST:PORT, or PORT for 127.0.0.1:PORT) at /mcp instead of stdio")
 	fs.BoolVar(&m.allowRemote, "http-allow-remote", false, "let --http listen on a non-loopback address and answer requests for any IP address")
 	fs.Var(&repeated{&m.allowedHosts, "NAME"}, "http-allow-host", "also answer requests whose Host (and Origin) is NAME; repeatable")
+	fs.Var(&repeated{&m.allowedOrigins, "ORIGIN"}, "allow-origin", "also answer browser requests from ORIGIN (SCHEME://HOST[:PORT], e.g. an editor's vscode-webview://… or the MCP Inspector's http://localhost:6274); repeatable")
+	fs.IntVar(&m.maxSessions, "http-max-sessions", mcpserve.DefaultMaxSessions, "keep at most `N` sessions; a new one closes the session idle the longest")
+	fs.DurationVar(&m.sessionIdle, "http-session-idle", mcpserve.DefaultSessionIdle, "close a session after `DURATION` without a request")
+	fs.IntVar(&m.maxQueued, "max-queued", mcpserve.DefaultMaxQueued, "let at most `N` calls wait for a place (one per CPU runs); more are refused as busy")
 	fs.BoolVar(&m.watch, "watch", false, "check and discover again when module.wasm or the manifest changes, and swap the package in")
 	return cmd
 }
@@ -83,14 +99,15 @@ func runMCP(ctx context.Context, e *env, h *hostFlags, c *callFlags, m *mcpFlags
 	if err != nil {
 		return fail(e, "%v", err)
 	}
-	defer rt.Close(ctx)
+	defer closeRuntime(ctx, rt)
 	pkg, err := rt.Load(ctx, path)
 	if err != nil {
 		return reportRejectedOnStderr(ctx, e, path, err)
 	}
 	srv := mcpserve.New(pkg, mcpserve.Options{
 		Logger: cfg.Logger, Call: req, KeepTmp: c.volumes.keepTmp,
-		AllowRemote: m.allowRemote, AllowedHosts: m.allowedHosts,
+		AllowRemote: m.allowRemote, AllowedHosts: m.allowedHosts, AllowedOrigins: m.allowedOrigins,
+		MaxSessions: m.maxSessions, SessionIdle: m.sessionIdle, MaxQueued: m.maxQueued,
 	})
 	defer func() {
 		closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), mcpShutdown)
@@ -126,9 +143,13 @@ func runMCP(ctx context.Context, e *env, h *hostFlags, c *callFlags, m *mcpFlags
 	if err != nil {
 		return fail(e, "--http: %v", err)
 	}
+	ln = loopback.LimitListener(ln, loopback.DefaultMaxConns)
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", srv.Handler())
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: loopback.ReadHeaderTimeout, IdleTimeout: loopback.IdleTimeout,
+		// Requests end with the command: a stateless call's instance
+		// stops on SIGINT/SIGTERM instead of running to its limit.
+		BaseContext: func(net.Listener) context.Context { return ctx }}
 	fmt.Fprintf(e.stderr, "subako-runner: serving %s (%s) over Streamable HTTP at http://%s/mcp\n", pkg.Name(), tools, ln.Addr())
 	done := make(chan error, 1)
 	go func() { done <- hs.Serve(ln) }()
@@ -137,9 +158,9 @@ func runMCP(ctx context.Context, e *env, h *hostFlags, c *callFlags, m *mcpFlags
 		return fail(e, "--http: %v", err)
 	case <-ctx.Done():
 	}
-	// Close, not Shutdown: the sessions' GET streams never go idle. A closed
-	// connection ends a 2026-07-28 call at once; a session's call is left to
-	// srv.Close, which waits mcpShutdown for it before the runtime closes.
+	// Close, not Shutdown: the sessions' GET streams never go idle. The
+	// command's context has already ended every 2026-07-28 call; a
+	// session's call is cancelled by srv.Close before the runtime closes.
 	hs.Close()
 	return exitOK
 }

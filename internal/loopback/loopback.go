@@ -12,6 +12,8 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"sync"
+	"time"
 )
 
 // HostAllowed reports whether a request's Host (or an Origin's host), with
@@ -65,4 +67,66 @@ func ListenAddr(addr string, allowRemote bool, flag, remoteFlag string) (string,
 		what = "an empty host listens on every interface"
 	}
 	return "", fmt.Errorf("%s %q: %s; other machines could call the package's tools (add %s to mean it)", flag, addr, what, remoteFlag)
+}
+
+// DefaultMaxConns is how many connections LimitListener lets a server of
+// the CLI hold at once: far more than local clients open, far fewer than
+// the file descriptors a flood of idle keep-alive connections would take.
+const DefaultMaxConns = 256
+
+// IdleTimeout closes a keep-alive connection that carries no request for
+// that long; ReadHeaderTimeout bounds the wait for a request's headers (a
+// slowloris client). Both are set on the CLI's HTTP servers.
+const (
+	IdleTimeout       = time.Minute
+	ReadHeaderTimeout = 10 * time.Second
+)
+
+// LimitListener accepts at most n connections at once: at the bound,
+// Accept waits until one closes, so new connections wait in the kernel's
+// backlog instead of taking memory and file descriptors here.
+func LimitListener(l net.Listener, n int) net.Listener {
+	if n <= 0 {
+		n = DefaultMaxConns
+	}
+	return &limitListener{Listener: l, sem: make(chan struct{}, n), done: make(chan struct{})}
+}
+
+type limitListener struct {
+	net.Listener
+	sem       chan struct{}
+	closeOnce sync.Once
+	done      chan struct{}
+}
+
+func (l *limitListener) Accept() (net.Conn, error) {
+	select {
+	case l.sem <- struct{}{}:
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+	c, err := l.Listener.Accept()
+	if err != nil {
+		<-l.sem
+		return nil, err
+	}
+	return &limitConn{Conn: c, release: func() { <-l.sem }}, nil
+}
+
+func (l *limitListener) Close() error {
+	err := l.Listener.Close()
+	l.closeOnce.Do(func() { close(l.done) })
+	return err
+}
+
+type limitConn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+func (c *limitConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.release)
+	return err
 }

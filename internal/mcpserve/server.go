@@ -94,6 +94,10 @@ type Server struct {
 	queued int // calls waiting for a place in running
 
 	running chan struct{} // one token per call running (Options.MaxRunning)
+
+	// stopping ends every call in flight when Close is called.
+	stopping  context.Context
+	stopCalls context.CancelFunc
 }
 
 // held is a package and the calls using it; a retired package is closed
@@ -128,6 +132,7 @@ func New(pkg *runtime.Package, opts Options) *Server {
 		opts.MaxQueued = DefaultMaxQueued
 	}
 	s := &Server{log: log, opts: opts, cur: &held{pkg: pkg}, tools: map[string]bool{}, running: make(chan struct{}, opts.MaxRunning)}
+	s.stopping, s.stopCalls = context.WithCancel(context.Background())
 	s.sdk = mcp.NewServer(implementation(pkg), &mcp.ServerOptions{
 		Logger:       newSlogger(log.Named("mcp")),
 		PageSize:     opts.PageSize,
@@ -251,6 +256,10 @@ func (s *Server) release(ctx context.Context, h *held) {
 	s.calls.Done()
 }
 
+// sessionStopKey carries, in the context of a session's requests, the
+// context whose end stops that session and its calls.
+type sessionStopKey struct{}
+
 // admit waits for a place among the running calls. At most
 // Options.MaxQueued calls wait; one more is refused at once, so a flood of
 // calls costs a bounded queue, not memory and volumes without bound.
@@ -286,6 +295,16 @@ func (s *Server) admit(ctx context.Context) error {
 // CallToolResult; only a request the host refuses (an unknown tool) is a
 // JSON-RPC error, as MCP asks.
 func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(s.stopping, cancel)()
+	// The SDK detaches a request's context from its session's, so a
+	// session that is told to stop (ServeStdio's context) would wait for
+	// its calls to run to their limits: its stop reaches them here.
+	sessionStop, _ := ctx.Value(sessionStopKey{}).(context.Context)
+	if sessionStop != nil {
+		defer context.AfterFunc(sessionStop, cancel)()
+	}
 	if err := s.admit(ctx); err != nil {
 		return nil, err
 	}
@@ -314,7 +333,11 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 		if res != nil {
 			res.Release()
 		}
-		s.log.Info("call cancelled by the client", zap.String("tool", cr.Tool))
+		if s.stopping.Err() != nil || (sessionStop != nil && sessionStop.Err() != nil) {
+			s.log.Info("call cancelled: subako-runner is stopping", zap.String("tool", cr.Tool))
+		} else {
+			s.log.Info("call cancelled by the client", zap.String("tool", cr.Tool))
+		}
 		return nil, ctx.Err()
 	}
 	var refused *runtime.CallError
@@ -387,8 +410,9 @@ func contentBlock(b protocol.ContentBlock) mcp.Content {
 	return &mcp.TextContent{Text: fmt.Sprintf("[a %q content block was omitted: MCP tool results cannot carry it]", b.Type)}
 }
 
-// Close stops taking calls, waits for the calls in flight (each bounded by
-// its timeout) or ctx, and closes the package.
+// Close stops taking calls, cancels the calls in flight (their clients
+// get no answer: the server is going away) and waits for their instances
+// to end, or for ctx, then closes the package.
 func (s *Server) Close(ctx context.Context) error {
 	s.mu.Lock()
 	if s.closed {
@@ -397,6 +421,7 @@ func (s *Server) Close(ctx context.Context) error {
 	}
 	s.closed = true
 	s.mu.Unlock()
+	s.stopCalls()
 	done := make(chan struct{})
 	go func() { s.calls.Wait(); close(done) }()
 	select {

@@ -48,6 +48,7 @@ const (
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	ctx = context.WithValue(ctx, sessionStopKey{}, ctx)
 	c := newStdioConn(ctx, in, out)
 	t := &mcp.IOTransport{Reader: &stdioReader{c}, Writer: &stdioWriter{c}}
 	err := s.sdk.Run(ctx, t)
