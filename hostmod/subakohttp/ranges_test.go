@@ -349,3 +349,19 @@ func TestCloudMetadataIsNamed(t *testing.T) {
 		}
 	}
 }
+
+// TestSpecialAddressesAreNamed: the single addresses whose class has no
+// CIDR in its words are refused as what they are, not only as reserved
+// space that happens to hold them.
+func TestSpecialAddressesAreNamed(t *testing.T) {
+	for _, tc := range []struct{ addr, want string }{
+		{"::1", "loopback"},
+		{"::", "unspecified"},
+		{"255.255.255.255", "broadcast"},
+		{"::ffff:127.0.0.1", "loopback"},
+	} {
+		if why := nonPublic(netip.MustParseAddr(tc.addr)); !strings.Contains(why, tc.want) {
+			t.Errorf("%s: %q, want it named %s", tc.addr, why, tc.want)
+		}
+	}
+}
