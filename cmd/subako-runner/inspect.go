@@ -77,13 +77,13 @@ func runInspect(ctx context.Context, e *env, h *hostFlags, f *inspectFlags, path
 	if err != nil {
 		return fail(e, "--listen: %v", err)
 	}
-	ln = loopback.LimitListener(ln, loopback.DefaultMaxConns)
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: loopback.ReadHeaderTimeout, IdleTimeout: loopback.IdleTimeout,
+	conns := loopback.NewConnLimiter(loopback.DefaultMaxConns)
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: loopback.ReadHeaderTimeout, IdleTimeout: loopback.IdleTimeout, ConnState: conns.ConnState,
 		// Requests end with the command: a call in flight stops on
 		// SIGINT/SIGTERM instead of running to its limit.
 		BaseContext: func(net.Listener) context.Context { return ctx }}
 	done := make(chan error, 1)
-	go func() { done <- hs.Serve(ln) }()
+	go func() { done <- hs.Serve(conns.Listener(ln)) }()
 	fmt.Fprintf(e.stderr, "subako-runner: inspecting %s; open this URL (Ctrl-C stops):\n", path)
 	fmt.Fprintln(e.stdout, srv.URL(ln.Addr().String()))
 	select {

@@ -9,6 +9,7 @@ package loopback
 import (
 	"fmt"
 	"net"
+	"net/http"
 	"net/netip"
 	"slices"
 	"strings"
@@ -69,7 +70,7 @@ func ListenAddr(addr string, allowRemote bool, flag, remoteFlag string) (string,
 	return "", fmt.Errorf("%s %q: %s; other machines could call the package's tools (add %s to mean it)", flag, addr, what, remoteFlag)
 }
 
-// DefaultMaxConns is how many connections LimitListener lets a server of
+// DefaultMaxConns is how many connections a ConnLimiter lets a server of
 // the CLI hold at once: far more than local clients open, far fewer than
 // the file descriptors a flood of idle keep-alive connections would take.
 const DefaultMaxConns = 256
@@ -82,51 +83,124 @@ const (
 	ReadHeaderTimeout = 10 * time.Second
 )
 
-// LimitListener accepts at most n connections at once: at the bound,
-// Accept waits until one closes, so new connections wait in the kernel's
-// backlog instead of taking memory and file descriptors here.
-func LimitListener(l net.Listener, n int) net.Listener {
+// ConnLimiter bounds the connections an HTTP server holds. Wrap the
+// listener with Listener and set the server's ConnState to ConnState: at
+// the bound, a new connection closes the one that has waited longest
+// without a request in flight (idle keep-alive, or open and silent); when
+// every connection has a request in flight, the new one is closed instead.
+// So a flood of idle connections costs at most the bound, and a client
+// arriving during it is still served.
+type ConnLimiter struct {
+	max int
+
+	mu    sync.Mutex
+	conns map[net.Conn]*connUse
+}
+
+type connUse struct {
+	active bool
+	since  time.Time
+}
+
+// NewConnLimiter makes a limiter of n connections (DefaultMaxConns when n
+// is not positive).
+func NewConnLimiter(n int) *ConnLimiter {
 	if n <= 0 {
 		n = DefaultMaxConns
 	}
-	return &limitListener{Listener: l, sem: make(chan struct{}, n), done: make(chan struct{})}
+	return &ConnLimiter{max: n, conns: map[net.Conn]*connUse{}}
+}
+
+// Listener wraps l so that each accepted connection counts against the
+// bound.
+func (cl *ConnLimiter) Listener(l net.Listener) net.Listener {
+	return &limitListener{Listener: l, cl: cl}
+}
+
+// ConnState is the http.Server hook that tells the limiter which
+// connections have a request in flight.
+func (cl *ConnLimiter) ConnState(c net.Conn, st http.ConnState) {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	u := cl.conns[c]
+	if u == nil {
+		return
+	}
+	switch st {
+	case http.StateActive:
+		u.active = true
+	case http.StateIdle:
+		u.active, u.since = false, time.Now()
+	case http.StateClosed, http.StateHijacked:
+		delete(cl.conns, c)
+	}
+}
+
+// admit counts c, choosing a connection to close when the bound is
+// reached: the idlest, or c itself when all are busy.
+func (cl *ConnLimiter) admit(c net.Conn) (victim net.Conn) {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	if len(cl.conns) >= cl.max {
+		var oldest *connUse
+		for o, u := range cl.conns {
+			if !u.active && (oldest == nil || u.since.Before(oldest.since)) {
+				oldest, victim = u, o
+			}
+		}
+		if victim == nil {
+			return c
+		}
+		delete(cl.conns, victim)
+	}
+	cl.conns[c] = &connUse{since: time.Now()}
+	return victim
+}
+
+func (cl *ConnLimiter) forget(c net.Conn) {
+	cl.mu.Lock()
+	delete(cl.conns, c)
+	cl.mu.Unlock()
+}
+
+// Len is the number of connections counted now.
+func (cl *ConnLimiter) Len() int {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	return len(cl.conns)
 }
 
 type limitListener struct {
 	net.Listener
-	sem       chan struct{}
-	closeOnce sync.Once
-	done      chan struct{}
+	cl *ConnLimiter
 }
 
 func (l *limitListener) Accept() (net.Conn, error) {
-	select {
-	case l.sem <- struct{}{}:
-	case <-l.done:
-		return nil, net.ErrClosed
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		lc := &limitConn{Conn: c, cl: l.cl}
+		victim := l.cl.admit(lc)
+		if victim == net.Conn(lc) {
+			c.Close() // every connection is busy: refuse this one
+			continue
+		}
+		if victim != nil {
+			victim.Close()
+		}
+		return lc, nil
 	}
-	c, err := l.Listener.Accept()
-	if err != nil {
-		<-l.sem
-		return nil, err
-	}
-	return &limitConn{Conn: c, release: func() { <-l.sem }}, nil
-}
-
-func (l *limitListener) Close() error {
-	err := l.Listener.Close()
-	l.closeOnce.Do(func() { close(l.done) })
-	return err
 }
 
 type limitConn struct {
 	net.Conn
-	once    sync.Once
-	release func()
+	cl   *ConnLimiter
+	once sync.Once
 }
 
 func (c *limitConn) Close() error {
-	err := c.Conn.Close()
-	c.once.Do(c.release)
-	return err
+	c.once.Do(func() { c.cl.forget(c) })
+	return c.Conn.Close()
 }
