@@ -171,7 +171,7 @@ func (r *Result) Release() error {
 func (p *Package) Call(ctx context.Context, req CallRequest) (*Result, error) {
 	// WithLazy: the fields are encoded only if the call logs something.
 	log := p.rt.log.WithLazy(zap.String("package", p.name), zap.String("tool", req.Tool))
-	e := CallEvent{Package: p.name, Tool: req.Tool}
+	e := CallEvent{Package: p.name, Tool: req.Tool, ModuleSHA256: p.checked.sha256Hex, Start: time.Now()}
 	res, err := p.callOnce(ctx, req, log, &e)
 	if err != nil {
 		e.Outcome, e.Code = errorOutcome(ctx, err)
@@ -449,6 +449,8 @@ func (p *Package) call(ctx context.Context, tool string, args json.RawMessage, r
 	// such a directory must never go back to the pool.
 	res.reuse = c.awaitGone()
 	e.Stats = res.Stats
+	e.InstanceStart, e.Instantiate, e.Run = s.timing.start, s.timing.instantiate, s.timing.run
+	e.HTTP, e.HTTPNotKept = c.http.Records()
 	if err := s.interrupted(); err != nil {
 		// The caller ended the call, or the runtime closed: whatever the
 		// instance did last says nothing about the module.

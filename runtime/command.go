@@ -137,7 +137,7 @@ func (rt *Runtime) RunCommand(ctx context.Context, path string, cmd Command) (*C
 	ictx := subakohttp.WithCall(wasi.WithInstance(ctx, inst), httpCall)
 	ictx = fuel.WithMeter(experimental.WithMemoryAllocator(ictx, memory), meter)
 	ictx = fuel.WithTableBudget(ictx, memory)
-	err = rt.runInstance(ictx, compiled)
+	err = rt.runInstance(ictx, compiled, nil)
 	memory.release()
 	if err != nil && parent.Err() != nil && !hostCause(context.Cause(ctx)) {
 		if context.Cause(parent) == ErrClosed {

@@ -105,7 +105,9 @@ func (rt *Runtime) Load(ctx context.Context, path string) (p *Package, err error
 	started := time.Now()
 	var hash []byte
 	name := filepath.Base(path)
-	defer func() { rt.reportUpload(ctx, name, hash, started, p, err) }()
+	phases := &phaseLog{}
+	ctx = withPhaseLog(ctx, phases)
+	defer func() { rt.reportUpload(ctx, name, hash, started, phases, p, err) }()
 	c, err := rt.Validate(ctx, path)
 	if err != nil {
 		return nil, err
@@ -115,7 +117,9 @@ func (rt *Runtime) Load(ctx context.Context, path string) (p *Package, err error
 		c.Close(context.WithoutCancel(ctx))
 		return nil, err
 	}
+	endDiscover := phase(ctx, "discover")
 	p, err = rt.Discover(ctx, c, path)
+	endDiscover()
 	c.Close(context.WithoutCancel(ctx)) // p, if any, holds its own reference
 	if err != nil {
 		return nil, err

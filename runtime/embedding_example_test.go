@@ -11,14 +11,21 @@ import (
 	"log"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/subako/subako-runner/hostmod/subakohttp"
 	"github.com/subako/subako-runner/internal/testguest"
 	"github.com/subako/subako-runner/limits"
+	"github.com/subako/subako-runner/otelobserver"
 	"github.com/subako/subako-runner/runtime"
 )
 
@@ -317,6 +324,52 @@ func Example_observer() {
 	// Output:
 	// upload greet: ok, 6 tools
 	// map[ok:2 tool_error:1]
+}
+
+func newTracedRuntime(ctx context.Context, tp trace.TracerProvider, mp metric.MeterProvider) (*runtime.Runtime, error) {
+	obs, err := otelobserver.New(otelobserver.Config{TracerProvider: tp, MeterProvider: mp})
+	if err != nil {
+		return nil, err
+	}
+	return runtime.New(ctx, runtime.Config{Observer: obs})
+}
+
+// Traces and metrics through OpenTelemetry: the SDK's in-memory exporter
+// stands in for the backend's Jaeger or Tempo.
+func Example_openTelemetry() {
+	ctx := context.Background()
+	dir, cleanup := greetPackage()
+	defer cleanup()
+	spans := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+	rt, err := newTracedRuntime(ctx, tp, mp)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer rt.Close(ctx)
+	pkg, err := rt.Load(ctx, dir)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer pkg.Close(ctx)
+	ctx, handler := tp.Tracer("backend").Start(ctx, "agent turn") // the embedder's own span
+	res, err := pkg.Call(ctx, runtime.CallRequest{Tool: "greet", Arguments: []byte(`{"name":"Ada"}`)})
+	handler.End()
+	if err != nil {
+		log.Fatal(err)
+	}
+	res.Release()
+	var names []string
+	for _, s := range spans.GetSpans() {
+		if s.SpanContext.TraceID() == handler.SpanContext().TraceID() {
+			names = append(names, s.Name)
+		}
+	}
+	slices.Sort(names)
+	fmt.Println(names)
+	// Output:
+	// [agent turn subako.call subako.call.instantiate subako.call.run]
 }
 
 // callBefore is one call the backend stops waiting for at a deadline of

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/subako/subako-runner/hostmod/subakohttp"
 )
 
 // Observer receives one event per upload (Load) and per call, so that the
@@ -21,6 +23,24 @@ import (
 type Observer interface {
 	Upload(ctx context.Context, e UploadEvent)
 	Call(ctx context.Context, e CallEvent)
+}
+
+// InstanceObserver is an Observer that also counts module instances as
+// they start and end (calls, discoveries, probes and commands alike), for
+// a gauge of instances running. The runtime checks for it once, in New.
+type InstanceObserver interface {
+	Observer
+	InstanceStarted(ctx context.Context)
+	InstanceEnded(ctx context.Context)
+}
+
+// Phase is one step of an upload, timed: "check" (the upload checks),
+// "validate" (the module as uploaded, in full), "meter" (fuel metering),
+// "compile" and "discover".
+type Phase struct {
+	Name     string
+	Start    time.Time
+	Duration time.Duration
 }
 
 // UploadEvent describes one Load.
@@ -38,6 +58,9 @@ type UploadEvent struct {
 	Codes    []string
 	Tools    int
 	Duration time.Duration
+	// Phases are the steps the upload went through, in order; a step that
+	// did not run (the upload ended before it) is absent.
+	Phases []Phase
 }
 
 // CallEvent describes one Package.Call: every Call, whether it ran,
@@ -63,11 +86,22 @@ type CallEvent struct {
 	// Stats are the resources the instance used; zero when no instance
 	// ran.
 	Stats Stats
+	// ModuleSHA256 is the hex SHA-256 of the package's module.wasm.
+	ModuleSHA256 string
+	// Start is when Call began. InstanceStart is when the instance began
+	// to be instantiated (zero when no instance ran), Instantiate how long
+	// that took, and Run how long the guest's _start then ran.
+	Start, InstanceStart time.Time
+	Instantiate, Run     time.Duration
+	// HTTP are the requests the guest made through subako_http, at most
+	// 64; HTTPNotKept counts those beyond.
+	HTTP        []subakohttp.RequestRecord
+	HTTPNotKept int
 }
 
 // reportUpload logs the one line of a Load and tells the observer.
-func (rt *Runtime) reportUpload(ctx context.Context, name string, hash []byte, started time.Time, p *Package, err error) {
-	e := UploadEvent{Package: name, Outcome: "ok", Duration: time.Since(started)}
+func (rt *Runtime) reportUpload(ctx context.Context, name string, hash []byte, started time.Time, phases *phaseLog, p *Package, err error) {
+	e := UploadEvent{Package: name, Outcome: "ok", Duration: time.Since(started), Phases: phases.list}
 	if hash != nil {
 		e.ModuleSHA256 = hex.EncodeToString(hash)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	goruntime "runtime"
@@ -97,6 +98,8 @@ type Runtime struct {
 	limits   limits.Limits
 	client   protocol.ClientInfo
 	observer Observer
+	// instances is observer when it also counts instances, else nil.
+	instances InstanceObserver
 	// meterings are the meterings this host derived itself (Open).
 	meterings *meteringRecords
 	// compiling counts the compilations in flight; Close waits for them.
@@ -157,6 +160,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		modConfig:  wazero.NewModuleConfig().WithName("").WithStartFunctions().WithRandSource(rand.Reader),
 		meterings:  newMeteringRecords(cfg.CompilationCacheDir),
 		progressFn: cfg.Progress, trace: cfg.Trace, workers: cfg.CompilationWorkers}
+	rt.instances, _ = cfg.Observer.(InstanceObserver)
 	if rt.workers <= 0 {
 		rt.workers = goruntime.NumCPU()
 	}
@@ -238,8 +242,9 @@ type Checked struct {
 	// Hash is the SHA-256 of module.wasm.
 	Hash [sha256.Size]byte
 
-	metered  []byte // the module with fuel metering injected: what runs
-	compiled wazero.CompiledModule
+	sha256Hex string // Hash in hex, for events
+	metered   []byte // the module with fuel metering injected: what runs
+	compiled  wazero.CompiledModule
 	// initialMemory is initialMemory(compiled), which every call checks
 	// against its limit.
 	initialMemory uint64
@@ -249,7 +254,7 @@ type Checked struct {
 
 // newChecked holds the first reference to compiled.
 func newChecked(src *Source, hash [sha256.Size]byte, metered []byte, compiled wazero.CompiledModule) *Checked {
-	return &Checked{Source: src, Hash: hash, metered: metered, compiled: compiled, initialMemory: initialMemory(compiled), code: newCodeRefs(compiled)}
+	return &Checked{Source: src, Hash: hash, sha256Hex: hex.EncodeToString(hash[:]), metered: metered, compiled: compiled, initialMemory: initialMemory(compiled), code: newCodeRefs(compiled)}
 }
 
 // Close releases this holder's reference to the compiled code.
@@ -308,11 +313,13 @@ func (rt *Runtime) Validate(ctx context.Context, path string) (*Checked, error) 
 // check runs the module checks on a package read from disk and compiles it.
 func (rt *Runtime) check(ctx context.Context, src *Source) (*Checked, error) {
 	rej := append([]Rejection(nil), src.Rejections...)
+	endCheck := phase(ctx, "check")
 	if src.Module != nil {
 		for _, p := range modcheck.Check(src.Module, rt.checkOptions(rt.limits)) {
 			rej = append(rej, Rejection{Code: p.Code, Message: p.Message})
 		}
 	}
+	endCheck()
 	if len(rej) > 0 {
 		return nil, &RejectedError{Rejections: rej}
 	}
@@ -361,7 +368,9 @@ func (rt *Runtime) compile(ctx context.Context, module []byte, lim limits.Limits
 	if err != nil {
 		return nil, nil, err
 	}
+	endCompile := phase(ctx, "compile")
 	compiled, err := rt.compileModule(ctx, metered, lim.CompileTimeout)
+	endCompile()
 	if err != nil {
 		return nil, nil, err
 	}

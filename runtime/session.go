@@ -63,6 +63,9 @@ type session struct {
 	memory *memoryLimit
 	fuel   *fuel.Meter
 	trace  *sessionTrace // nil unless Config.Trace is set
+	// timing is written by the instance's goroutine before it reports its
+	// end (done), and read after.
+	timing instanceTiming
 
 	parent context.Context // the caller's context
 	ctx    context.Context
@@ -160,7 +163,7 @@ func (rt *Runtime) newSession(parent context.Context, cfg instanceConfig, log *z
 		return s
 	}
 	s.run = func() {
-		err := rt.runInstance(ictx, cfg.compiled)
+		err := rt.runInstance(ictx, cfg.compiled, &s.timing)
 		// A trailing partial line is a protocol line too; deliver it before
 		// reporting the exit, so a final answer without "\n" still counts.
 		// An instance the host ended was cut off mid-write: its last bytes
@@ -230,10 +233,27 @@ func (s *session) logSlowStop() {
 	s.log.Error("module instance did not stop after its context ended; waiting for it (a host function is not honouring the context)", zap.Duration("grace", s.grace))
 }
 
+// instanceTiming is when an instance began and how long its instantiation
+// took, for tracing (CallEvent).
+type instanceTiming struct {
+	start            time.Time
+	instantiate, run time.Duration
+}
+
 // runInstance instantiates the module (running any start section) and then
-// calls _start. wazero reports exit code 0 as success.
-func (rt *Runtime) runInstance(ctx context.Context, compiled wazero.CompiledModule) error {
+// calls _start. wazero reports exit code 0 as success. It is the one place
+// instances start: the observer's instance count follows it, and timing,
+// when not nil, records its instantiation.
+func (rt *Runtime) runInstance(ctx context.Context, compiled wazero.CompiledModule, timing *instanceTiming) error {
+	if rt.instances != nil {
+		rt.instances.InstanceStarted(ctx)
+		defer rt.instances.InstanceEnded(ctx)
+	}
+	began := time.Now()
 	mod, err := rt.instantiate(ctx, compiled)
+	if timing != nil {
+		timing.start, timing.instantiate = began, time.Since(began)
+	}
 	if err != nil {
 		if m := fuel.FromContext(ctx); m != nil {
 			m.Finish(nil) // ends the meter's watch of the context
@@ -246,6 +266,9 @@ func (rt *Runtime) runInstance(ctx context.Context, compiled wazero.CompiledModu
 		return errors.New("module has no _start") // the upload checks make this unreachable
 	}
 	_, err = start.Call(ctx)
+	if timing != nil {
+		timing.run = time.Since(began) - timing.instantiate
+	}
 	if m := fuel.FromContext(ctx); m != nil {
 		m.Finish(mod) // reads the guest's counter: exact fuel used
 	}

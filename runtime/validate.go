@@ -78,9 +78,13 @@ func (rt *Runtime) validateModule(ctx context.Context, module []byte, lim limits
 // meter validates module as uploaded and injects fuel metering: every
 // module the runtime meters passes through here.
 func (rt *Runtime) meter(ctx context.Context, module []byte, lim limits.Limits) ([]byte, error) {
-	if err := rt.validateModule(ctx, module, lim); err != nil {
+	endValidate := phase(ctx, "validate")
+	err := rt.validateModule(ctx, module, lim)
+	endValidate()
+	if err != nil {
 		return nil, err
 	}
+	defer phase(ctx, "meter")()
 	metered, err := fuel.Instrument(module)
 	if err != nil {
 		return nil, &RejectedError{Rejections: []Rejection{{CodeInvalidModule, fmt.Sprintf("the module cannot be metered: %v", err)}}}
