@@ -51,12 +51,21 @@ type admitted struct {
 	cancel context.CancelCauseFunc // ends the admitted context
 }
 
+// end ends the admitted context, once whoever drove the instance is done
+// with it (after done: ending it sooner would read, to the driver, as the
+// instance's context ending). It is a no-op on the zero admitted.
+func (p admitted) end() {
+	if p.cancel != nil {
+		p.cancel(nil)
+	}
+}
+
 // admit waits for a place, for as long as ctx allows and the gate is open.
 // It returns the place and the context the instance must run under: ctx,
 // ended also (cause ErrClosed) when the runtime closes. The error is
 // ctx.Err() when ctx ended first (the caller names the call and adds the
 // cause) and ErrClosed when the runtime closed first. done must be called
-// once the instance has ended.
+// once the instance has ended, and end once the driver is done with it.
 func (a *admission) admit(ctx context.Context) (admitted, context.Context, error) {
 	if err := ctx.Err(); err != nil {
 		return admitted{}, nil, err
@@ -79,6 +88,7 @@ func (a *admission) admit(ctx context.Context) (admitted, context.Context, error
 			var err error
 			if p.wait, p.queued, err = a.queue(ctx, ictx); err != nil {
 				p.leave()
+				p.end()
 				return admitted{}, nil, err
 			}
 		}
@@ -102,19 +112,19 @@ func (a *admission) queue(ctx, ictx context.Context) (time.Duration, int, error)
 	}
 }
 
-// leave counts a call out of the gate and ends its context.
+// leave counts a call out of the gate.
 func (p admitted) leave() {
 	a := p.a
 	a.mu.Lock()
+	defer a.mu.Unlock()
 	delete(a.cancels, p.id)
 	if a.closed && len(a.cancels) == 0 {
 		close(a.idle)
 	}
-	a.mu.Unlock()
-	p.cancel(nil)
 }
 
-// done gives the place back. It is a no-op on the zero admitted.
+// done gives the place back, once the instance has ended; end must follow.
+// It is a no-op on the zero admitted.
 func (p admitted) done() {
 	if p.a == nil {
 		return

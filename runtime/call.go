@@ -273,6 +273,10 @@ func (c *callRun) awaitGone() bool {
 	}
 }
 
+// end ends the instance's context once the driver is done with the run:
+// every driver of a callRun defers it.
+func (c *callRun) end() { c.place.end() }
+
 // finish closes stdin and waits for the exit, timing that wait.
 func (c *callRun) finish() *Crash {
 	crash := c.s.finish()
@@ -307,6 +311,7 @@ func (p *Package) startCall(ctx context.Context, req CallRequest, tmp string, li
 	mounts, err := p.openMounts(layout, !discovery)
 	if err != nil {
 		place.done()
+		place.end()
 		return nil, err
 	}
 	c.mounts = mounts
@@ -423,6 +428,7 @@ func (p *Package) call(ctx context.Context, tool string, args json.RawMessage, r
 		return fmt.Errorf("call %s: %w", tool, err)
 	}
 	res.mounts = c.mounts
+	defer c.end()
 	defer c.mounts.Close()
 	s := c.s
 	defer s.abort() // a no-op after finish; releases the deadline timer on every path

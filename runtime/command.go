@@ -96,7 +96,8 @@ func (rt *Runtime) RunCommand(ctx context.Context, path string, cmd Command) (*C
 		}
 		return nil, fmt.Errorf("run %s: %w", path, admitError(ctx, err))
 	}
-	defer place.done() // deferred first: runs last, once the instance and its memory are gone
+	defer place.end()
+	defer place.done() // runs after the instance and its memory are gone
 	mounts, err := fsmount.Open(cmd.Mounts)
 	if err != nil {
 		return nil, err

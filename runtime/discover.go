@@ -150,6 +150,7 @@ func (rt *Runtime) Discover(ctx context.Context, c *Checked, path string) (*Pack
 	if err != nil {
 		return nil, fmt.Errorf("discover %s: %w", path, err)
 	}
+	defer run.end()
 	defer run.mounts.Close()
 	s := run.s
 	s.start()

@@ -88,6 +88,7 @@ func (p *Package) Probe(ctx context.Context, pr Probe, req CallRequest) (*ProbeR
 	if err != nil {
 		return nil, fmt.Errorf("probe: %w", err)
 	}
+	defer c.end()
 	defer c.mounts.Close()
 	c.s.start()
 	defer c.s.abort() // a no-op after finish; releases the deadline timer on every path
