@@ -2,11 +2,14 @@ package mcpserve
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	goruntime "runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -89,6 +92,8 @@ type Server struct {
 	mu     sync.Mutex
 	cur    *held
 	tools  map[string]bool // names registered with the SDK server
+	list   []*mcp.Tool     // the tools in the package's order, for tools/list
+	cache  *mcp.Cacheable  // the package's ttlMs and cacheScope; nil when it said none
 	calls  sync.WaitGroup
 	closed bool
 	queued int // calls waiting for a place in running
@@ -140,7 +145,16 @@ func New(pkg *runtime.Package, opts Options) *Server {
 		// Only tools: a package offers nothing else, and logging/setLevel
 		// would suggest the client can change what the host logs.
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+		// The results' cache fields are the package's (the SDK would say 0).
+		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if s.cache != nil {
+				*c = *s.cache
+			}
+		},
 	})
+	s.sdk.AddReceivingMiddleware(s.toolsInOrder)
 	s.setTools(pkg)
 	return s
 }
@@ -200,7 +214,9 @@ func (s *Server) setTools(pkg *runtime.Package) {
 		add = append(add, s.sdkTool(t))
 	}
 	var gone []string
+	cache := packageCache(pkg)
 	s.mu.Lock()
+	s.list, s.cache = add, cache
 	for name := range s.tools {
 		if !next[name] {
 			gone = append(gone, name)
@@ -214,6 +230,75 @@ func (s *Server) setTools(pkg *runtime.Package) {
 	if len(gone) > 0 {
 		s.sdk.RemoveTools(gone...)
 	}
+}
+
+// packageCache is the ttlMs and cacheScope the package's server/discover
+// result gave, or nil when it gave no ttlMs.
+func packageCache(pkg *runtime.Package) *mcp.Cacheable {
+	d := pkg.Discovery().Result
+	if !d.HasTTLMs {
+		return nil
+	}
+	var c mcp.Cacheable
+	if json.Unmarshal(d.Raw, &c) != nil || c.TTLMs < 0 {
+		return nil
+	}
+	if c.CacheScope == "" {
+		c.CacheScope = "public"
+	}
+	return &c
+}
+
+// toolsInOrder answers tools/list with the package's tools in the order
+// the module listed them (the SDK sorts them by name), paged by
+// Options.PageSize under a cursor of this server's own.
+func (s *Server) toolsInOrder(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method != "tools/list" {
+			return next(ctx, method, req)
+		}
+		start := 0
+		p, _ := req.GetParams().(*mcp.ListToolsParams)
+		if p != nil && p.Cursor != "" {
+			n, ok := decodeCursor(p.Cursor)
+			if !ok {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid cursor"}
+			}
+			start, p.Cursor = n, ""
+		}
+		res, err := next(ctx, method, req)
+		lr, ok := res.(*mcp.ListToolsResult)
+		if err != nil || !ok {
+			return res, err
+		}
+		s.mu.Lock()
+		list := s.list
+		s.mu.Unlock()
+		if start > len(list) {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid cursor"}
+		}
+		end := min(start+s.opts.PageSize, len(list))
+		lr.Tools, lr.NextCursor = slices.Clone(list[start:end]), ""
+		if end < len(list) {
+			lr.NextCursor = encodeCursor(end)
+		}
+		return lr, nil
+	}
+}
+
+const cursorPrefix = "subako-tools:"
+
+func encodeCursor(n int) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(cursorPrefix + strconv.Itoa(n)))
+}
+
+func decodeCursor(c string) (int, bool) {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil || !strings.HasPrefix(string(b), cursorPrefix) {
+		return 0, false
+	}
+	n, err := strconv.Atoi(strings.TrimPrefix(string(b), cursorPrefix))
+	return n, err == nil && n >= 0
 }
 
 // sdkTool is the tool as the module listed it, in the SDK's type; the

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http/httptest"
 	"os"
 	"slices"
 	"strings"
@@ -202,9 +203,8 @@ func TestProtocolRevisions(t *testing.T) {
 	pkg := f.load(t, greetPackage(t))
 	want := []string{}
 	for _, tl := range pkg.Tools() {
-		want = append(want, tl.Name)
+		want = append(want, tl.Name) // in the package's order
 	}
-	slices.Sort(want)
 	srv := New(pkg, Options{Logger: f.log})
 	t.Cleanup(func() { srv.Close(context.Background()) })
 
@@ -275,6 +275,17 @@ func TestToolsListPaginated(t *testing.T) {
 	n := len(pkg.Tools())
 	if pages != (n+1)/2 || len(names) != n {
 		t.Errorf("%d pages with %v; want %d pages of 2 and all %d tools", pages, names, (n+1)/2, n)
+	}
+	// In the package's order, not sorted by name (the SDK sorts).
+	var order []string
+	for _, tl := range pkg.Tools() {
+		order = append(order, tl.Name)
+	}
+	if !slices.Equal(names, order) {
+		t.Errorf("tools/list pages give %v, the package listed %v", names, order)
+	}
+	if _, err := cs.ListTools(context.Background(), &mcp.ListToolsParams{Cursor: "not a cursor"}); err == nil {
+		t.Error("an invalid cursor was accepted")
 	}
 	// The schemas are the module's, byte for byte.
 	res, err := cs.ListTools(context.Background(), nil)
@@ -679,5 +690,31 @@ func TestCallQueueBound(t *testing.T) {
 		}
 	case <-time.After(time.Minute):
 		t.Fatal("the queued call never ran")
+	}
+}
+
+// TestCacheFieldsCarryThePackages: ttlMs and cacheScope of server/discover
+// and tools/list are what the package said (3600000, not the SDK's 0), for
+// session and stateless clients alike.
+func TestCacheFieldsCarryThePackages(t *testing.T) {
+	f := newFixture(t)
+	srv := New(f.load(t, testguest.Go(t, testdata+"mcpconformance")), Options{Logger: f.log})
+	t.Cleanup(func() { srv.Close(context.Background()) })
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+	for _, version := range []string{"2026-07-28", "2025-11-25"} {
+		t.Run(version, func(t *testing.T) {
+			cs, _ := connectStdio(t, srv, version, nil)
+			res, err := cs.ListTools(context.Background(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.TTLMs != 3600000 || res.CacheScope != "public" {
+				t.Errorf("tools/list ttlMs %d cacheScope %q, the package said 3600000 public", res.TTLMs, res.CacheScope)
+			}
+			if res.Tools[0].Name != "test_simple_text" || res.Tools[len(res.Tools)-1].Name != "json_schema_2020_12_tool" {
+				t.Errorf("tools not in the package's order: first %s, last %s", res.Tools[0].Name, res.Tools[len(res.Tools)-1].Name)
+			}
+		})
 	}
 }
