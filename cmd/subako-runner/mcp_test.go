@@ -278,7 +278,7 @@ func TestMCPThroughTypeScriptSDK(t *testing.T) {
 		calls  []tsCall
 		checks []check
 	}{
-		{"go", []string{greet}, []string{"echo_args", "greet", "media", "media_edge", "read_file", "write_file"},
+		{"go", []string{greet}, []string{"greet", "media", "media_edge", "echo_args", "read_file", "write_file"},
 			[]tsCall{{Tool: "greet", Args: map[string]any{"name": "Ada"}}, {Tool: "read_file", Args: map[string]any{"path": "/package/assets/greeting.txt"}}},
 			[]check{hello(0, `{"message":"Hello, Ada!"}`), hello(1, "Hello")}},
 		{"c", []string{abs("../../testdata/packages/cgreet")}, []string{"greet", "trap"},
