@@ -32,6 +32,7 @@ type hostFlags struct {
 	noCache   bool
 	quiet     bool
 	trace     string // "-" for stderr
+	otel      string // --otel: console, otlp, none; "" defers to OTEL_* variables
 
 	// status is the status line runtimeConfig made (it draws nothing off
 	// a terminal), for a command that shows a step of its own (a call).
@@ -48,6 +49,8 @@ func (h *hostFlags) register(cmd *cobra.Command, withJSON bool) {
 	fs.StringVar(&h.logFormat, "log-format", "console", "log `FORMAT` of the host itself: console or json")
 	fs.BoolVar(&h.noCache, "no-cache", false, "do not keep compiled modules in the user cache directory")
 	fs.BoolVarP(&h.quiet, "quiet", "q", false, "no progress line on a terminal")
+	fs.StringVar(&h.otel, "otel", "", "export traces and metrics (OpenTelemetry) to `EXPORTER`: console (stderr) or otlp (the OTEL_EXPORTER_OTLP_* endpoint); without it the OTEL_* variables decide")
+	fs.Lookup("otel").NoOptDefVal = "console"
 }
 
 // logger builds the host's zap logger from --log-level and --log-format.
@@ -91,7 +94,18 @@ func (h *hostFlags) runtimeConfig(e *env, lim limits.Limits, path string) (runti
 			cfg.CompilationCacheDir = filepath.Join(dir, "subako-runner", "compiled")
 		}
 	}
-	release := func() {}
+	exporter, err := otelExporter(h.otel, e.getenv)
+	if err != nil {
+		return runtime.Config{}, nil, err
+	}
+	obs, shutdown, err := otelObserver(context.Background(), exporter, e.stderr, e.getenv)
+	if err != nil {
+		return runtime.Config{}, nil, err
+	}
+	if obs != nil {
+		cfg.Observer = obs
+	}
+	release := shutdown
 	switch h.trace {
 	case "":
 	case "-":
@@ -99,10 +113,11 @@ func (h *hostFlags) runtimeConfig(e *env, lim limits.Limits, path string) (runti
 	default:
 		f, err := os.Create(h.trace)
 		if err != nil {
+			shutdown()
 			return runtime.Config{}, nil, fmt.Errorf("--trace: %v", err)
 		}
 		cfg.Trace = (&tracer{w: f}).event
-		release = func() { f.Close() }
+		release = func() { f.Close(); shutdown() }
 	}
 	// The status line only on a terminal, and not over a trace on stderr.
 	var statusTo io.Writer
