@@ -1,6 +1,7 @@
 package mcpserve
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -8,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -130,8 +132,9 @@ type sessionTable struct {
 }
 
 type sessionUse struct {
-	last time.Time
-	busy int // POSTs and DELETEs in flight (a GET stream is not busy)
+	last      time.Time
+	busy      int             // POSTs and DELETEs in flight (a GET stream is not busy)
+	cancelled map[string]bool // ids (by idKey) the client cancelled: their answers are dropped
 }
 
 func (t *sessionTable) serve(w http.ResponseWriter, r *http.Request, h http.Handler) {
@@ -140,6 +143,15 @@ func (t *sessionTable) serve(w http.ResponseWriter, r *http.Request, h http.Hand
 		t.serveNew(w, r, h)
 		return
 	}
+	var msg envelope
+	if r.Method == http.MethodPost && r.Body != nil {
+		// Read the message to see what it is (the SDK reads no more).
+		body, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBody+1))
+		r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), r.Body))
+		if err == nil {
+			_ = json.Unmarshal(body, &msg)
+		}
+	}
 	t.mu.Lock()
 	u := t.byID[id]
 	if u != nil {
@@ -147,8 +159,30 @@ func (t *sessionTable) serve(w http.ResponseWriter, r *http.Request, h http.Hand
 		if r.Method != http.MethodGet {
 			u.busy++
 		}
+		if msg.Method == "notifications/cancelled" {
+			if k := idKey(msg.Params.RequestID); k != "" {
+				if u.cancelled == nil {
+					u.cancelled = map[string]bool{}
+				}
+				u.cancelled[k] = true
+			}
+		}
 	}
 	t.mu.Unlock()
+	if k := idKey(msg.ID); u != nil && msg.Method != "" && k != "" {
+		// A request: its answer is dropped if the client cancels it
+		// meanwhile (MCP: a cancelled request gets no response).
+		w = &dropCancelled{ResponseWriter: w, drop: func() bool {
+			t.mu.Lock()
+			defer t.mu.Unlock()
+			return u.cancelled[k]
+		}}
+		defer func() {
+			t.mu.Lock()
+			delete(u.cancelled, k)
+			t.mu.Unlock()
+		}()
+	}
 	h.ServeHTTP(w, r)
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -162,6 +196,94 @@ func (t *sessionTable) serve(w http.ResponseWriter, r *http.Request, h http.Hand
 		delete(t.byID, id)
 	}
 }
+
+// envelope is what the session table reads of a client's message.
+type envelope struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params struct {
+		RequestID json.RawMessage `json:"requestId"`
+	} `json:"params"`
+}
+
+// idKey compares ids by JSON value (the SDK re-encodes them): a string and
+// a number with the same digits differ.
+func idKey(raw json.RawMessage) string {
+	var v any
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	if len(raw) == 0 || d.Decode(&v) != nil {
+		return ""
+	}
+	switch v := v.(type) {
+	case string:
+		return "s:" + v
+	case json.Number:
+		if i, err := v.Int64(); err == nil {
+			return "n:" + strconv.FormatInt(i, 10)
+		}
+		return "n:" + v.String()
+	}
+	return ""
+}
+
+// dropCancelled passes a POST's event stream on, event by event, leaving
+// out the answer of a request the client has cancelled: the SDK writes one
+// (an error of code 0, "context canceled").
+type dropCancelled struct {
+	http.ResponseWriter
+	drop func() bool
+	buf  []byte
+}
+
+func (d *dropCancelled) Write(b []byte) (int, error) {
+	if !strings.HasPrefix(d.Header().Get("Content-Type"), "text/event-stream") {
+		if d.drop() && bytes.Contains(b, []byte(`"error"`)) {
+			return len(b), nil
+		}
+		return d.ResponseWriter.Write(b)
+	}
+	d.buf = append(d.buf, b...)
+	for {
+		i := bytes.Index(d.buf, []byte("\n\n"))
+		if i < 0 {
+			return len(b), nil
+		}
+		event := d.buf[:i+2]
+		d.buf = d.buf[i+2:]
+		if d.drop() && isAnswer(event) {
+			continue
+		}
+		if _, err := d.ResponseWriter.Write(event); err != nil {
+			return 0, err
+		}
+	}
+}
+
+// isAnswer reports an SSE event whose data is a JSON-RPC response (on a
+// POST's stream, the one answer to its request; notifications have a
+// method).
+func isAnswer(event []byte) bool {
+	for _, line := range bytes.Split(event, []byte("\n")) {
+		if data, ok := bytes.CutPrefix(line, []byte("data: ")); ok {
+			var m struct {
+				Method string          `json:"method"`
+				ID     json.RawMessage `json:"id"`
+			}
+			return json.Unmarshal(data, &m) == nil && m.Method == "" && len(m.ID) > 0
+		}
+	}
+	return false
+}
+
+func (d *dropCancelled) Flush() {
+	if f, ok := d.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (d *dropCancelled) Unwrap() http.ResponseWriter { return d.ResponseWriter }
 
 // serveNew serves a request without a session (an initialize, or a
 // client's mistake, which the SDK refuses) once there is room for the

@@ -359,3 +359,44 @@ func FuzzCheckHost(f *testing.F) {
 		}
 	})
 }
+
+// TestHTTPSessionCancelledGetsNoAnswer: in a session, a request the client
+// cancels with notifications/cancelled is not answered on its stream (the
+// SDK wrote {"code":0,"message":"context canceled"}), and its instance ends.
+func TestHTTPSessionCancelledGetsNoAnswer(t *testing.T) {
+	f := newFixture(t)
+	lim := limits.Default()
+	lim.CallTimeout = time.Hour
+	srv := New(f.load(t, misbehavePackage(t)), Options{Logger: f.log, Call: runtime.CallRequest{Limits: &lim}})
+	t.Cleanup(func() { srv.Close(context.Background()) })
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+	resp, body := rawPost(t, ts.URL, "", "", initializeBody)
+	session := resp.Header.Get("Mcp-Session-Id")
+	if session == "" {
+		t.Fatalf("initialize: %d %s", resp.StatusCode, body)
+	}
+	rawPost(t, ts.URL, session, "2025-11-25", `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	answered := make(chan string, 1)
+	go func() {
+		_, b := rawPost(t, ts.URL, session, "2025-11-25", `{"jsonrpc":"2.0","id":"slow","method":"tools/call","params":{"name":"timeout_sleep","arguments":{}}}`)
+		answered <- b
+	}()
+	waitFor(t, "the call to start", func() bool {
+		return f.logs.FilterMessage("module stderr").FilterField(zap.String("tool", "timeout_sleep")).Len() > 0
+	})
+	rawPost(t, ts.URL, session, "2025-11-25", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"slow"}}`)
+	select {
+	case b := <-answered:
+		if strings.Contains(b, `"slow"`) {
+			t.Errorf("the cancelled request was answered: %s", b)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the cancelled call's stream never ended")
+	}
+	select {
+	case <-f.calls.ch:
+	case <-time.After(time.Minute):
+		t.Fatal("the cancelled call's instance did not end")
+	}
+}
