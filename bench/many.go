@@ -33,6 +33,7 @@ type manyOptions struct {
 	workersRuns int
 	costC       int
 	costGo      int
+	gc          int
 }
 
 // registerManyFlags defines the many measure's flags.
@@ -45,6 +46,7 @@ func registerManyFlags(m *manyOptions) {
 	flag.IntVar(&m.workersRuns, "workers-runs", 2, "many: SDK uploads with each compilation-workers setting")
 	flag.IntVar(&m.costC, "cost-c", 100, "many: C packages opened at once to measure what one costs in RSS")
 	flag.IntVar(&m.costGo, "cost-go", 3, "many: Go SDK packages opened at once to measure what one costs in RSS")
+	flag.IntVar(&m.gc, "many-gc", runtime.GCPercent, "many: the collector's target (GOGC) for the run")
 }
 
 // benchMany measures issue 27's rows: the SDK upload by compilation
@@ -55,7 +57,7 @@ func registerManyFlags(m *manyOptions) {
 // package.
 func benchMany(ctx context.Context, o options, t *table) error {
 	m := o.many
-	prevGC := debug.SetGCPercent(runtime.GCPercent) // as the command runs
+	prevGC := debug.SetGCPercent(m.gc) // by default as the command runs
 	defer debug.SetGCPercent(prevGC)
 	sdkDir, err := goPackage(o.work, "sdkgreet")
 	if err != nil {
@@ -182,6 +184,10 @@ func storeMany(ctx context.Context, m manyOptions, cache string, store runtime.D
 
 // rss returns VmRSS after a collection that gives freed memory back.
 func rss() (int64, error) {
+	// Twice: wazero unmaps closed modules' code in finalizers, which the
+	// first collection queues.
+	goruntime.GC()
+	time.Sleep(10 * time.Millisecond)
 	goruntime.GC()
 	debug.FreeOSMemory()
 	return procStatus("VmRSS")

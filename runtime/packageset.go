@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	goruntime "runtime"
 	"strings"
@@ -148,7 +149,11 @@ type PackageSet struct {
 	// collection (CollectAfter); collecting is set while one runs.
 	closedBytes atomic.Int64
 	collecting  atomic.Bool
-	collections atomic.Int64
+	// reservedBytes and reserved are the estimates of the opens under way
+	// (load): the budget counts them before their packages exist.
+	reservedBytes int64
+	reserved      int
+	collections   atomic.Int64
 }
 
 // setEntry is one key of the set: opening (done not yet closed) or open.
@@ -348,7 +353,7 @@ func (s *PackageSet) release(e *setEntry, inUse bool) {
 		if e.gone {
 			closing = append(closing, s.forget(e))
 		} else if !s.closed {
-			closing = s.evictLocked()
+			closing = s.evictLocked(true)
 		}
 	}
 	s.mu.Unlock()
@@ -391,7 +396,7 @@ func (s *PackageSet) open(callerCtx context.Context, e *setEntry) {
 		case e.gone: // removed while opening: its waiters use it, the last closes it
 		default:
 			e.elem = s.lru.PushFront(e)
-			closing = s.evictLocked()
+			closing = s.evictLocked(true)
 		}
 	}
 	s.mu.Unlock()
@@ -408,11 +413,29 @@ func (s *PackageSet) open(callerCtx context.Context, e *setEntry) {
 }
 
 // load runs the loader and Open for key.
+//
+// Room is made before Open: the package's estimate (from the artifact and
+// the size of module.wasm) is reserved and least recently used idle
+// packages are closed for it first, so that the open's own allocations
+// and the code it maps do not come on top of a full budget.
 func (s *PackageSet) load(ctx context.Context, key string) (*Package, error) {
 	a, path, err := s.cfg.Loader.LoadPackage(ctx, key)
 	if err != nil {
 		return nil, fmt.Errorf("package %s: %w", key, err)
 	}
+	est := estimateResident(len(a.Metered), moduleSize(path, len(a.Metered)))
+	s.mu.Lock()
+	s.reservedBytes += est
+	s.reserved++
+	closing := s.evictLocked(false)
+	s.mu.Unlock()
+	s.closeAll(closing)
+	defer func() {
+		s.mu.Lock()
+		s.reservedBytes -= est
+		s.reserved--
+		s.mu.Unlock()
+	}()
 	p, err := s.rt.Open(ctx, a, path)
 	if err != nil {
 		return nil, fmt.Errorf("package %s: %w", key, err)
@@ -420,22 +443,37 @@ func (s *PackageSet) load(ctx context.Context, key string) (*Package, error) {
 	return p, nil
 }
 
+// moduleSize is the size of the module.wasm of the package at path (a
+// directory or a bare .wasm file), or guess when it cannot be read.
+func moduleSize(path string, guess int) int {
+	fi, err := os.Stat(path)
+	if err == nil && fi.IsDir() {
+		fi, err = os.Stat(filepath.Join(path, ModuleFile))
+	}
+	if err != nil {
+		return guess
+	}
+	return int(fi.Size())
+}
+
 // over reports whether the open packages exceed the budget.
 func (s *PackageSet) over() bool {
-	return (s.cfg.MaxBytes > 0 && s.stats.ResidentBytes > s.cfg.MaxBytes) ||
-		(s.cfg.MaxPackages > 0 && s.stats.Resident > s.cfg.MaxPackages)
+	return (s.cfg.MaxBytes > 0 && s.stats.ResidentBytes+s.reservedBytes > s.cfg.MaxBytes) ||
+		(s.cfg.MaxPackages > 0 && s.stats.Resident+s.reserved > s.cfg.MaxPackages)
 }
 
 // evictLocked removes least recently used idle packages until the set is
 // within its budget (or only packages in use, or just opened, remain) and
-// returns those to close. The newest entry is never evicted: a package
-// larger than the whole budget still serves the call that opened it.
-func (s *PackageSet) evictLocked() []*setEntry {
+// returns those to close. With keepNewest (after an open or a release),
+// the most recently used entry is kept: a package larger than the whole
+// budget still serves the calls that opened it. Before an open, it goes
+// too if the budget needs its room.
+func (s *PackageSet) evictLocked(keepNewest bool) []*setEntry {
 	var closing []*setEntry
 	for el := s.lru.Back(); el != nil && s.over(); {
 		prev := el.Prev()
 		e := el.Value.(*setEntry)
-		if e.refs == 0 && el != s.lru.Front() {
+		if e.refs == 0 && (!keepNewest || el != s.lru.Front()) {
 			delete(s.entries, e.key)
 			s.lru.Remove(el)
 			e.elem, e.gone, e.evicted = nil, true, true

@@ -251,7 +251,9 @@ func TestPackageSetNeverClosesAPackageInUse(t *testing.T) {
 	if res, err := held.Call(context.Background(), CallRequest{Tool: "greet", Arguments: json.RawMessage(`{}`)}); err == nil && res.Outcome == OutcomeOK {
 		t.Fatal("the evicted package still ran a call")
 	}
-	if got := obs.kinds(); got != "opened k0, opened k1, opened k2, evicted k1, opened k1, evicted k2, evicted k0" {
+	// Room is made before an open: k1 goes before k2 opens, k2 before k1
+	// comes back.
+	if got := obs.kinds(); got != "opened k0, opened k1, evicted k1, opened k2, evicted k2, opened k1, evicted k0" {
 		t.Fatalf("events: %s", got)
 	}
 }
