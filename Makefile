@@ -50,7 +50,8 @@ test: fmt-check vet mcp-clients
 	SUBAKO_TEST_COMPILATION_CACHE=$(TEST_CACHE) $(GO) test -race -short -run '^(Test|Fuzz)' -timeout 15m ./...
 
 # The real MCP clients the mcp command is tested against (the official
-# TypeScript SDK and the Inspector's CLI), pinned by testdata/mcp's lockfile.
+# TypeScript SDK, the Inspector's CLI and the official MCP conformance
+# suite), pinned by testdata/mcp's lockfile.
 # A failed install does not stop make test: the tests that need the clients
 # then fail in CI (CI=true) saying why, and skip loudly elsewhere.
 MCP_CLIENTS := testdata/mcp/node_modules/.package-lock.json
