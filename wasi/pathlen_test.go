@@ -60,8 +60,13 @@ func TestGuestSizedPathsCostTheHostNothing(t *testing.T) {
 	long = nil
 	short, shortLen := putStr(h, 1000, "file")
 	for _, tt := range pathCalls(at, size, short, shortLen) {
+		// The fewest bytes of three calls: the heap's count is the
+		// process's, and a copied or split path adds 64 MiB to every call.
 		var errno errnum
-		alloc := allocated(func() { errno, _ = h.call(h.ctx, tt.fn, tt.args...) })
+		alloc := min(
+			allocated(func() { errno, _ = h.call(h.ctx, tt.fn, tt.args...) }),
+			allocated(func() { errno, _ = h.call(h.ctx, tt.fn, tt.args...) }),
+			allocated(func() { errno, _ = h.call(h.ctx, tt.fn, tt.args...) }))
 		if errno != errnoNametoolong {
 			t.Errorf("%s of a 64 MiB path: errno %d, want ENAMETOOLONG (%d)", tt.name, errno, errnoNametoolong)
 		}
