@@ -5,6 +5,8 @@ import (
 	"context"
 	"io"
 	"io/fs"
+	"net/http"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -146,6 +148,53 @@ func TestInterruptMCPStdioWithACallInFlight(t *testing.T) {
 	}
 	// The runtimes of one user share the root <TMPDIR>/subako-runner-<uid>;
 	// this one's directory (and its lock) in it must be gone.
+	var left []string
+	filepath.WalkDir(tmp, func(p string, d fs.DirEntry, err error) error {
+		if rel, _ := filepath.Rel(tmp, p); strings.Count(rel, string(filepath.Separator)) >= 1 && strings.HasPrefix(rel, "subako-runner-") {
+			left = append(left, p)
+		}
+		return nil
+	})
+	if len(left) > 0 {
+		t.Errorf("the runtime's temporary directory was left behind: %v", left)
+	}
+}
+
+// SIGINT/SIGTERM while inspect runs a call from the page: the call's
+// request ends with the command (its instance does not run to its hour),
+// the command returns 0 and the runtime's temporary directory is gone.
+func TestInterruptInspectWithACallInFlight(t *testing.T) {
+	pkg := pkgDir(t, "misbehave", nil)
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stdout syncBuffer
+	stderr := &cancelOnWrite{marker: "tools/call", cancel: cancel}
+	e := &env{stdin: strings.NewReader(""), stdout: &stdout, stderr: stderr, getenv: func(string) string { return "" }}
+	done := make(chan int, 1)
+	go func() { done <- mainWith(ctx, e, []string{"inspect", "--log-level", "debug", "--timeout", "1h", pkg}) }()
+	waitFor(t, func() bool { return strings.Contains(stdout.String(), "token=") })
+	page, err := url.Parse(strings.TrimSpace(stdout.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+page.Host+"/api/call", strings.NewReader(`{"tool":"timeout_sleep","arguments":{}}`))
+		req.Header.Set("X-Subako-Token", page.Query().Get("token"))
+		req.Header.Set("Content-Type", "application/json")
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	select {
+	case code := <-done:
+		if code != exitOK {
+			t.Errorf("exit %d, want 0\nstderr %s", code, stderr.String())
+		}
+	case <-time.After(2 * time.Minute): // a whole-test bound; the call's limit is an hour
+		t.Fatalf("inspect did not stop on the interruption:\n%s", stderr.String())
+	}
 	var left []string
 	filepath.WalkDir(tmp, func(p string, d fs.DirEntry, err error) error {
 		if rel, _ := filepath.Rel(tmp, p); strings.Count(rel, string(filepath.Separator)) >= 1 && strings.HasPrefix(rel, "subako-runner-") {
