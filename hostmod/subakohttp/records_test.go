@@ -1,6 +1,7 @@
 package subakohttp
 
 import (
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -15,28 +16,32 @@ func TestRecordsDescribeEachRequest(t *testing.T) {
 			http.Redirect(w, r, "/final?secret=1", http.StatusFound)
 			return
 		}
+		io.Copy(io.Discard, r.Body) // the body is read before the answer: all of it is sent
 		w.Write([]byte("hello"))
 	})
 	c := newTestCall(t, callOpts{policy: PolicyConfig{Allow: []string{s.hostport("127.0.0.1")}, AllowPrivate: loopback()}})
 	base := "http://" + s.hostport("127.0.0.1")
-	wantOK(t, do(t, c, `{"method":"POST","url":"`+base+`/hop?token=x","body":{"type":"text","text":"abc"}}`))
+	wantOK(t, do(t, c, `{"method":"POST","url":"`+base+`/echo?token=x","body":{"type":"text","text":"abc"}}`))
+	wantOK(t, do(t, c, `{"url":"`+base+`/hop?token=x"}`))
 	wantKind(t, do(t, c, `{"url":"http://elsewhere.example/"}`), KindHostNotAllowed)
 	wantKind(t, do(t, c, `not json`), KindInvalidRequest)
 
 	recs, dropped := c.Records()
-	if len(recs) != 3 || dropped != 0 {
-		t.Fatalf("%d records, %d dropped; want 3, 0", len(recs), dropped)
+	if len(recs) != 4 || dropped != 0 {
+		t.Fatalf("%d records, %d dropped; want 4, 0", len(recs), dropped)
 	}
-	ok := recs[0]
-	if ok.Method != "POST" || ok.Scheme != "http" || ok.Host != "127.0.0.1" || ok.Port != s.port ||
-		ok.Status != 200 || ok.ErrorKind != "" || ok.Redirects != 1 || ok.BytesSent != 3 || ok.BytesReceived != 5 ||
-		ok.Start.IsZero() || ok.Duration <= 0 {
-		t.Fatalf("record of the ok request: %+v", ok)
+	if r := recs[0]; r.Method != "POST" || r.Scheme != "http" || r.Host != "127.0.0.1" || r.Port != s.port ||
+		r.Status != 200 || r.ErrorKind != "" || r.Redirects != 0 || r.BytesSent != 3 || r.BytesReceived != 5 ||
+		r.Start.IsZero() || r.Duration <= 0 {
+		t.Fatalf("record of the POST: %+v", r)
 	}
-	if r := recs[1]; r.Host != "elsewhere.example" || r.Port != 80 || r.ErrorKind != KindHostNotAllowed || r.Status != 0 {
+	if r := recs[1]; r.Method != "GET" || r.Status != 200 || r.Redirects != 1 || r.BytesSent != 0 || r.BytesReceived != 5 {
+		t.Fatalf("record of the redirected GET: %+v", r)
+	}
+	if r := recs[2]; r.Host != "elsewhere.example" || r.Port != 80 || r.ErrorKind != KindHostNotAllowed || r.Status != 0 {
 		t.Fatalf("record of the refused request: %+v", r)
 	}
-	if r := recs[2]; r.Method != "" || r.Host != "" || r.ErrorKind != KindInvalidRequest {
+	if r := recs[3]; r.Method != "" || r.Host != "" || r.ErrorKind != KindInvalidRequest {
 		t.Fatalf("record of the unparsable request: %+v", r)
 	}
 	for _, r := range recs {
