@@ -123,10 +123,10 @@ type childDownload struct {
 }
 
 func (c *childDownload) run(ctx context.Context, w io.Writer) error {
-	// The body and the new file's directory entry must fit the write
-	// budget: the default 1 GiB holds a 1 GiB body but not its entry too.
+	// The body must fit the write budget (file data only: the new file's
+	// directory entry counts against MaxEntries).
 	lim := limits.Default()
-	lim.WriteBudget = max(lim.WriteBudget, c.size+limits.EntryCost)
+	lim.WriteBudget = max(lim.WriteBudget, c.size)
 	rt, err := runtime.New(ctx, runtime.Config{CompilationCacheDir: c.cache, Limits: &lim})
 	if err != nil {
 		return err

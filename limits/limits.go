@@ -39,9 +39,9 @@ type Limits struct {
 	CallTimeout time.Duration
 	// ExitTimeout is how long a module may run after its stdin closed (1 s).
 	ExitTimeout time.Duration
-	// WriteBudget is how many bytes one call may write to files (1 GiB).
-	// Every directory entry the call creates is charged EntryCost bytes of
-	// it, and a symbolic link its target's length on top.
+	// WriteBudget is how many bytes of file data one call may write (1 GiB),
+	// exactly: directory entries and link targets count against caps of
+	// their own (MaxEntries, MaxLinkTarget), never against these bytes.
 	WriteBudget int64
 	// MaxEntries is how many directory entries (files, directories,
 	// symbolic and hard links) one call may create; beyond it the guest
@@ -255,11 +255,6 @@ func Default() Limits {
 // the tens of milliseconds (a guest with no cap made 342,847 directories
 // in 10 s, and removing a million took the host 110 s).
 const DefaultMaxEntries = 10_000
-
-// EntryCost is what creating one directory entry charges to the write
-// budget: one file system block, roughly what an inode or a directory
-// costs the host's disk even when it holds no bytes.
-const EntryCost = 4 * KiB
 
 // WasmPageSize is the size of one WebAssembly memory page.
 const WasmPageSize = 64 * KiB

@@ -344,8 +344,8 @@ func (c *Call) openOutput(guestPath string) (*os.File, *Error) {
 
 // createOutput opens a file output for writing, creating it if it does
 // not exist. A file it creates is a new directory entry, charged to the
-// call's budget as the WASI layer charges the guest's own (EntryCost bytes
-// and one of MaxEntries): O_EXCL tells a creation from an existing file
+// call's budget as the WASI layer charges the guest's own (one of
+// MaxEntries, no bytes): O_EXCL tells a creation from an existing file
 // without a race, and the entry is reserved before it is made.
 func (c *Call) createOutput(guestPath string) (*os.File, error) {
 	const flags = os.O_WRONLY | syscall.O_NONBLOCK
