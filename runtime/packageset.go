@@ -97,6 +97,15 @@ type PackageSetConfig struct {
 	// evicted code would stay resident and the budget would mean nothing.
 	// 0 means MaxBytes/4 (64 MiB without MaxBytes); negative never.
 	CollectAfter int64
+	// StrictBudget makes an open wait, when the packages in use (and the
+	// opens begun before it) leave no room in the budget, until calls end
+	// and free some: the budget then holds whatever the callers do, at the
+	// price of the wait. A package larger than the whole budget opens once
+	// nothing else is in use. Without it the open goes ahead and the set
+	// holds more than its budget until the calls end. With it, never hold
+	// one Acquire while acquiring another key: with a full budget that
+	// waits for itself (until its ctx ends).
+	StrictBudget bool
 }
 
 // ErrPackageSetClosed is the error of PackageSet.Call and Acquire once
@@ -121,10 +130,11 @@ var ErrPackageSetClosed = errors.New("subako package set closed")
 //   - Concurrent first calls of one key share one Open; a failed open is
 //     returned to every caller that waited for it and is not remembered:
 //     the next call tries again.
-//   - A package is never closed while a call (or an Acquire) uses it. The
-//     budget counts packages in use too, so when every open package is in
-//     use the set holds more than its budget until calls end; the least
-//     recently used idle package goes first.
+//   - A package is never closed while a call (or an Acquire) uses it. Room
+//     for an open is made before it starts (least recently used idle
+//     packages first). When the packages in use leave no room, the open
+//     goes ahead over the budget, or with StrictBudget waits for calls to
+//     end (Stats.OpenWaits).
 //   - The budget is of estimated bytes (Package.ResidentBytes): wazero does
 //     not report what a compiled module costs.
 //   - Close drains: it refuses new calls, waits for those in flight and for
@@ -149,10 +159,14 @@ type PackageSet struct {
 	// collection (CollectAfter); collecting is set while one runs.
 	closedBytes atomic.Int64
 	collecting  atomic.Bool
-	// reservedBytes and reserved are the estimates of the opens under way
-	// (load): the budget counts them before their packages exist.
+	// reservations are the estimates of the opens under way (load), in
+	// the order they began; reservedBytes and reserved sum them. The
+	// budget counts them before their packages exist. cond (on mu) wakes
+	// the opens waiting for room.
+	reservations  *list.List
 	reservedBytes int64
 	reserved      int
+	cond          *sync.Cond
 	collections   atomic.Int64
 }
 
@@ -189,6 +203,9 @@ type PackageSetStats struct {
 	ResidentBytes int64
 	// InUse is how many packages calls are using right now.
 	InUse int
+	// OpenWaits counts the times an open waited for packages in use (or
+	// older opens) to leave room in the budget.
+	OpenWaits int64
 	// Collections are the garbage collections the set started to unmap
 	// closed packages' code (PackageSetConfig.CollectAfter).
 	Collections int64
@@ -231,7 +248,8 @@ func NewPackageSet(rt *Runtime, cfg PackageSetConfig) (*PackageSet, error) {
 	if cfg.MaxBytes < 0 || cfg.MaxPackages < 0 {
 		return nil, errors.New("package set: MaxBytes and MaxPackages must not be negative")
 	}
-	s := &PackageSet{rt: rt, cfg: cfg, entries: map[string]*setEntry{}, lru: list.New()}
+	s := &PackageSet{rt: rt, cfg: cfg, entries: map[string]*setEntry{}, lru: list.New(), reservations: list.New()}
+	s.cond = sync.NewCond(&s.mu)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.obs, _ = rt.observer.(PackageSetObserver)
 	if s.cfg.CollectAfter == 0 {
@@ -350,6 +368,7 @@ func (s *PackageSet) release(e *setEntry, inUse bool) {
 	}
 	var closing []*setEntry
 	if e.refs == 0 && e.pkg != nil {
+		s.cond.Broadcast() // an idle package: room for a waiting open
 		if e.gone {
 			closing = append(closing, s.forget(e))
 		} else if !s.closed {
@@ -424,23 +443,83 @@ func (s *PackageSet) load(ctx context.Context, key string) (*Package, error) {
 		return nil, fmt.Errorf("package %s: %w", key, err)
 	}
 	est := estimateResident(len(a.Metered), moduleSize(path, len(a.Metered)))
-	s.mu.Lock()
-	s.reservedBytes += est
-	s.reserved++
-	closing := s.evictLocked(false)
-	s.mu.Unlock()
-	s.closeAll(closing)
-	defer func() {
-		s.mu.Lock()
-		s.reservedBytes -= est
-		s.reserved--
-		s.mu.Unlock()
-	}()
+	unreserve, err := s.reserve(ctx, key, est)
+	if err != nil {
+		return nil, err
+	}
+	defer unreserve()
 	p, err := s.rt.Open(ctx, a, path)
 	if err != nil {
 		return nil, fmt.Errorf("package %s: %w", key, err)
 	}
 	return p, nil
+}
+
+// openReservation is the estimate of one open under way.
+type openReservation struct{ bytes int64 }
+
+// reserve counts est for an open of key and returns when the budget has
+// room for it: idle packages are closed for it, and while the packages in
+// use and older opens leave no room, it waits for them. An open that
+// cannot fit however long it waits (nothing in use, no older open) goes
+// ahead: a package larger than the budget still opens. It returns with
+// the reservation held, and the function that gives it back.
+func (s *PackageSet) reserve(ctx context.Context, key string, est int64) (func(), error) {
+	wake := context.AfterFunc(ctx, func() {
+		s.mu.Lock()
+		s.cond.Broadcast()
+		s.mu.Unlock()
+	})
+	defer wake()
+	s.mu.Lock()
+	r := &openReservation{bytes: est}
+	el := s.reservations.PushBack(r)
+	s.reservedBytes += est
+	s.reserved++
+	for {
+		if closing := s.evictLocked(false); len(closing) > 0 {
+			s.mu.Unlock()
+			s.closeAll(closing)
+			s.mu.Lock()
+			continue
+		}
+		if !s.cfg.StrictBudget || s.fits(el) || (el == s.reservations.Front() && s.stats.Resident == 0) {
+			s.mu.Unlock()
+			return func() {
+				s.mu.Lock()
+				s.unreserveLocked(el)
+				s.mu.Unlock()
+			}, nil
+		}
+		if err := ctx.Err(); err != nil {
+			s.unreserveLocked(el)
+			s.mu.Unlock()
+			return nil, fmt.Errorf("package %s: %w", key, canceled(ctx, "waiting for room in the package set"))
+		}
+		s.stats.OpenWaits++
+		s.cond.Wait()
+	}
+}
+
+// fits reports whether the reservation at el fits beside the open
+// packages and the reservations older than it.
+func (s *PackageSet) fits(el *list.Element) bool {
+	bytes, n := s.stats.ResidentBytes, s.stats.Resident
+	for o := s.reservations.Front(); o != el; o = o.Next() {
+		bytes += o.Value.(*openReservation).bytes
+		n++
+	}
+	bytes += el.Value.(*openReservation).bytes
+	return (s.cfg.MaxBytes == 0 || bytes <= s.cfg.MaxBytes) && (s.cfg.MaxPackages == 0 || n+1 <= s.cfg.MaxPackages)
+}
+
+// unreserveLocked gives back the reservation at el and wakes the opens
+// waiting for room.
+func (s *PackageSet) unreserveLocked(el *list.Element) {
+	r := s.reservations.Remove(el).(*openReservation)
+	s.reservedBytes -= r.bytes
+	s.reserved--
+	s.cond.Broadcast()
 }
 
 // moduleSize is the size of the module.wasm of the package at path (a
@@ -490,6 +569,7 @@ func (s *PackageSet) evictLocked(keepNewest bool) []*setEntry {
 func (s *PackageSet) forget(e *setEntry) *setEntry {
 	s.stats.Resident--
 	s.stats.ResidentBytes -= e.bytes
+	s.cond.Broadcast()
 	return e
 }
 

@@ -488,3 +488,50 @@ func TestPackageSetLookupNeverOpens(t *testing.T) {
 		t.Fatalf("after release: %+v, %d loads", st, l.calls.Load())
 	}
 }
+
+// TestPackageSetOpenWaitsForRoom holds the only package a strict
+// one-package set may keep: another key's open waits until it is released, then closes it
+// and opens, so the set never holds two.
+func TestPackageSetOpenWaitsForRoom(t *testing.T) {
+	t.Parallel()
+	rt := newRuntime(t, nil)
+	d := setStore(t, rt, 2)
+	var obs setEvents
+	rt.observer = &obs
+	s := newSet(t, rt, PackageSetConfig{Loader: d, MaxPackages: 1, StrictBudget: true})
+	_, release, err := s.Acquire(context.Background(), "k0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- greetVia(s, "k1") }()
+	for s.Stats().OpenWaits == 0 {
+		goruntime.Gosched()
+	}
+	if st := s.Stats(); st.Resident != 1 {
+		t.Fatalf("while k0 is held: %+v", st)
+	}
+	release()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := obs.kinds(); got != "opened k0, evicted k0, opened k1" {
+		t.Fatalf("events: %s", got)
+	}
+	// A waiting open ends with its caller's context.
+	_, release, err = s.Acquire(context.Background(), "k1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		for s.Stats().OpenWaits < 2 {
+			goruntime.Gosched()
+		}
+		cancel()
+	}()
+	if _, _, err := s.Acquire(ctx, "k0"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a waiting open whose caller gave up: %v", err)
+	}
+}
