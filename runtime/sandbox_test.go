@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -101,5 +103,48 @@ func TestFailedGrowReturnsMinusOneUnderDefaultFuel(t *testing.T) {
 	}
 	if res.Crash != nil || res.ExitCode != 0 {
 		t.Fatalf("crash %+v, exit %d; want a clean exit after a grow that returned -1", res.Crash, res.ExitCode)
+	}
+}
+
+// phaseRecorder keeps the phases of each upload.
+type phaseRecorder struct {
+	mu     sync.Mutex
+	phases [][]string
+}
+
+func (p *phaseRecorder) Upload(_ context.Context, e UploadEvent) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var names []string
+	for _, ph := range e.Phases {
+		names = append(names, ph.Name)
+	}
+	p.phases = append(p.phases, names)
+}
+
+func (p *phaseRecorder) Call(context.Context, CallEvent) {}
+
+// TestValidationOnceAModuleIsKnown: a module this host metered before (at
+// this metering version) was validated then; loading it again skips the
+// validation (its cost is a sixth of a Go module's compile), and a module
+// it never saw is validated.
+func TestValidationOnceAModuleIsKnown(t *testing.T) {
+	rec := &phaseRecorder{}
+	rt, err := New(context.Background(), Config{Observer: rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close(context.Background())
+	dir := "../testdata/packages/cgreet"
+	for range 2 {
+		pkg, err := rt.Load(context.Background(), dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pkg.Close(context.Background())
+	}
+	want := [][]string{{"check", "validate", "meter", "compile", "discover"}, {"check", "meter", "compile", "discover"}}
+	if fmt.Sprint(rec.phases) != fmt.Sprint(want) {
+		t.Fatalf("phases %v; want %v", rec.phases, want)
 	}
 }

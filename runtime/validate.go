@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"sync"
@@ -77,12 +78,19 @@ func (rt *Runtime) validateModule(ctx context.Context, module []byte, lim limits
 
 // meter validates module as uploaded and injects fuel metering: every
 // module the runtime meters passes through here.
+//
+// A module this host metered before at this metering version (a record in
+// rt.meterings, kept beside the compilation cache) was validated then, and
+// is not validated again: the records are as trusted as the machine code
+// next to them.
 func (rt *Runtime) meter(ctx context.Context, module []byte, lim limits.Limits) ([]byte, error) {
-	endValidate := phase(ctx, "validate")
-	err := rt.validateModule(ctx, module, lim)
-	endValidate()
-	if err != nil {
-		return nil, err
+	if !rt.meterings.known(sha256.Sum256(module), fuel.MeteringVersion) {
+		endValidate := phase(ctx, "validate")
+		err := rt.validateModule(ctx, module, lim)
+		endValidate()
+		if err != nil {
+			return nil, err
+		}
 	}
 	defer phase(ctx, "meter")()
 	metered, err := fuel.Instrument(module)

@@ -51,29 +51,41 @@ func (r *meteringRecords) path(k meteringKey) string {
 // has reports whether this host derived metered (its SHA-256) from the
 // module at the given metering version.
 func (r *meteringRecords) has(module [sha256.Size]byte, version int, metered [sha256.Size]byte) bool {
+	got, ok := r.lookup(module, version)
+	return ok && got == metered
+}
+
+// known reports whether this host metered the module at the given version
+// at all: it validated the module then (runtime.meter), so it need not
+// validate it again.
+func (r *meteringRecords) known(module [sha256.Size]byte, version int) bool {
+	_, ok := r.lookup(module, version)
+	return ok
+}
+
+// lookup returns the record of the module at version, from memory or the
+// directory.
+func (r *meteringRecords) lookup(module [sha256.Size]byte, version int) ([sha256.Size]byte, bool) {
 	k := meteringKey{module, version}
 	r.mu.Lock()
 	got, ok := r.seen[k]
 	r.mu.Unlock()
-	if ok {
-		return got == metered
-	}
-	if r.dir == "" {
-		return false
+	if ok || r.dir == "" {
+		return got, ok
 	}
 	b, err := os.ReadFile(r.path(k))
 	if err != nil {
-		return false
+		return got, false
 	}
 	sum, err := hex.DecodeString(strings.TrimSpace(string(b)))
 	if err != nil || len(sum) != sha256.Size {
-		return false
+		return got, false
 	}
 	copy(got[:], sum)
 	r.mu.Lock()
 	r.seen[k] = got
 	r.mu.Unlock()
-	return got == metered
+	return got, true
 }
 
 // record notes that this host metered the module into metered. The file
