@@ -106,6 +106,8 @@ type Runtime struct {
 	compiling sync.WaitGroup
 	// validators validates modules as uploaded, before metering (validate.go).
 	validators validators
+	// compileLocks serialises compilations of the same bytes (compilelock.go).
+	compileLocks compileLocks
 	// beforeCompile, when set (by tests), runs on the compiling goroutine
 	// before wazero starts: a test holds a compilation there to show that
 	// callers do not wait for it.
@@ -405,7 +407,9 @@ func (rt *Runtime) compileWith(ctx context.Context, wz wazero.Runtime, wasm []by
 		if rt.beforeCompile != nil {
 			rt.beforeCompile()
 		}
+		unlock := rt.compileLocks.lock(wasm) // compilelock.go
 		c, err := rt.compileCached(experimental.WithCompilationWorkers(context.WithoutCancel(ctx), rt.workers), wz, wasm) // cachefault.go
+		unlock()
 		mu.Lock()
 		defer mu.Unlock()
 		if gaveUp {
