@@ -407,8 +407,10 @@ func (rt *Runtime) compileWith(ctx context.Context, wz wazero.Runtime, wasm []by
 		if rt.beforeCompile != nil {
 			rt.beforeCompile()
 		}
-		unlock := rt.compileLocks.lock(wasm) // compilelock.go
-		c, err := rt.compileCached(experimental.WithCompilationWorkers(context.WithoutCancel(ctx), rt.workers), wz, wasm) // cachefault.go
+		// Same bytes take turns (compilelock.go); a damaged cache entry is
+		// the host's fault (cachefault.go).
+		unlock := rt.compileLocks.lock(wasm)
+		c, err := rt.compileCached(experimental.WithCompilationWorkers(context.WithoutCancel(ctx), rt.workers), wz, wasm)
 		unlock()
 		mu.Lock()
 		defer mu.Unlock()
