@@ -34,35 +34,41 @@ const otelShutdownTimeout = 3 * time.Second
 // picks it, and an OTEL_EXPORTER_OTLP_ENDPOINT (or _TRACES_ENDPOINT)
 // alone means otlp.
 func otelExporter(flag string, getenv func(string) string) (string, error) {
-	switch flag {
-	case "":
-	case "console", "stdout":
-		return "console", nil
-	case "otlp":
-		return "otlp", nil
-	case "none":
-		return "", nil
-	default:
-		return "", fmt.Errorf("--otel must be console, otlp or none, not %q", flag)
+	if flag != "" {
+		exp, ok := exporterNamed(flag)
+		if !ok {
+			return "", fmt.Errorf("--otel must be console, otlp or none, not %q", flag)
+		}
+		return exp, nil
 	}
 	if strings.EqualFold(getenv("OTEL_SDK_DISABLED"), "true") {
 		return "", nil
 	}
-	switch v := strings.ToLower(strings.TrimSpace(getenv("OTEL_TRACES_EXPORTER"))); v {
-	case "console", "stdout":
-		return "console", nil
-	case "otlp":
-		return "otlp", nil
-	case "none":
-		return "", nil
-	case "":
-	default:
-		return "", fmt.Errorf("OTEL_TRACES_EXPORTER=%s: this runner exports to console, otlp or none", v)
+	if v := strings.ToLower(strings.TrimSpace(getenv("OTEL_TRACES_EXPORTER"))); v != "" {
+		exp, ok := exporterNamed(v)
+		if !ok {
+			return "", fmt.Errorf("OTEL_TRACES_EXPORTER=%s: this runner exports to console, otlp or none", v)
+		}
+		return exp, nil
 	}
 	if getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "" {
 		return "otlp", nil
 	}
 	return "", nil
+}
+
+// exporterNamed maps an exporter's name (the flag's or the SDK
+// variable's) to "console", "otlp" or "" (none).
+func exporterNamed(name string) (string, bool) {
+	switch name {
+	case "console", "stdout":
+		return "console", true
+	case "otlp":
+		return "otlp", true
+	case "none":
+		return "", true
+	}
+	return "", false
 }
 
 // otelObserver makes the providers and the runtime's Observer for the
