@@ -407,9 +407,13 @@ func (rt *Runtime) compileWith(ctx context.Context, wz wazero.Runtime, wasm []by
 		if rt.beforeCompile != nil {
 			rt.beforeCompile()
 		}
-		// Same bytes take turns (compilelock.go); a damaged cache entry is
-		// the host's fault (cachefault.go).
-		unlock := rt.compileLocks.lock(wasm)
+		// On the runtime with the file cache, the same bytes take turns
+		// (compilelock.go; the validator has no file cache); a damaged
+		// cache entry is the host's fault (cachefault.go).
+		unlock := func() {}
+		if wz == rt.wz {
+			unlock = rt.compileLocks.lock(wasm)
+		}
 		c, err := rt.compileCached(experimental.WithCompilationWorkers(context.WithoutCancel(ctx), rt.workers), wz, wasm)
 		unlock()
 		mu.Lock()

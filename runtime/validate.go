@@ -3,7 +3,6 @@ package runtime
 import (
 	"context"
 	"crypto/sha256"
-	"errors"
 	"fmt"
 	"sync"
 
@@ -58,16 +57,13 @@ func (v *validators) close(ctx context.Context) error {
 	return v.wz.Close(ctx)
 }
 
-// errValidatorClosed: the runtime closed while a module waited to be validated.
-var errValidatorClosed = errors.New("the runtime is closed")
-
 // validateModule validates module as uploaded, in full, as wazero's
 // compiler would: a module it refuses is an invalid_module rejection
 // naming what is wrong and where.
 func (rt *Runtime) validateModule(ctx context.Context, module []byte, lim limits.Limits) error {
 	wz := rt.validators.get(ctx)
 	if wz == nil {
-		return errValidatorClosed
+		return closedError("validate") // the runtime closed first
 	}
 	c, err := rt.compileWith(ctx, wz, module, lim.CompileTimeout, "the module is not valid WebAssembly")
 	if err != nil {
