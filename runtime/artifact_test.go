@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/subako/subako-runner/internal/devtools/testguest"
 	"github.com/subako/subako-runner/internal/fuel"
-	"github.com/subako/subako-runner/internal/testguest"
 )
 
 func TestArtifactRoundTrip(t *testing.T) {

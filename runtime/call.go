@@ -18,6 +18,7 @@ import (
 	"github.com/subako/subako-runner/fsmount"
 	"github.com/subako/subako-runner/hostmod/subakohttp"
 	"github.com/subako/subako-runner/internal/fuel"
+	"github.com/subako/subako-runner/internal/linmem"
 	"github.com/subako/subako-runner/limits"
 	"github.com/subako/subako-runner/protocol"
 	"github.com/subako/subako-runner/wasi"
@@ -388,7 +389,7 @@ func (c *callRun) stats() Stats {
 
 // instanceStats reads what one instance used, for calls, probes,
 // discovery and commands alike; call it after the instance ended.
-func instanceStats(started time.Time, memory *memoryLimit, budget *limits.WriteBudget, http *subakohttp.Call, meter *fuel.Meter) Stats {
+func instanceStats(started time.Time, memory *linmem.Allocator, budget *limits.WriteBudget, http *subakohttp.Call, meter *fuel.Meter) Stats {
 	h := http.Stats()
 	st := Stats{
 		Duration:          time.Since(started),

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/subako/subako-runner/internal/testguest"
+	"github.com/subako/subako-runner/internal/devtools/testguest"
 )
 
 // callGreet is one greet call through pkg, Release included; an error

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/subako/subako-runner/internal/testguest"
+	"github.com/subako/subako-runner/internal/devtools/testguest"
 )
 
 // wantClosed asserts that err is ErrClosed and no verdict on the package.

@@ -14,6 +14,7 @@ import (
 	"github.com/subako/subako-runner/fsmount"
 	"github.com/subako/subako-runner/hostmod/subakohttp"
 	"github.com/subako/subako-runner/internal/fuel"
+	"github.com/subako/subako-runner/internal/linmem"
 	"github.com/subako/subako-runner/internal/modcheck"
 	"github.com/subako/subako-runner/limits"
 	"github.com/subako/subako-runner/wasi"
@@ -133,13 +134,13 @@ func (rt *Runtime) RunCommand(ctx context.Context, path string, cmd Command) (*C
 	} else {
 		stdin.CloseWrite()
 	}
-	memory := newMemoryLimit(uint64(lim.Memory), rt.memPool)
+	memory := linmem.New(uint64(lim.Memory), rt.memPool)
 	meter := fuel.NewMeter(lim.Fuel)
 	ictx := subakohttp.WithCall(wasi.WithInstance(ctx, inst), httpCall)
 	ictx = fuel.WithMeter(experimental.WithMemoryAllocator(ictx, memory), meter)
 	ictx = fuel.WithTableBudget(ictx, memory)
 	err = rt.runInstance(ictx, compiled, nil)
-	memory.release()
+	memory.Release()
 	if err != nil && parent.Err() != nil && !hostCause(context.Cause(ctx)) {
 		if context.Cause(parent) == ErrClosed {
 			return nil, closedError("run " + path)

@@ -136,35 +136,6 @@ func TestCompileReturnsOnCancellation(t *testing.T) {
 	}
 }
 
-// TestTablesShareTheMemoryLimit: table growth and linear memory draw from
-// one account, 8 bytes an element; a refusal marks the instance out of
-// memory.
-func TestTablesShareTheMemoryLimit(t *testing.T) {
-	m := newMemoryLimit(1<<20, nil)
-	mem := m.Allocate(0, 1<<20)
-	if mem.Reallocate(512<<10) == nil {
-		t.Fatal("512 KiB of memory refused under a 1 MiB limit")
-	}
-	if !m.GrowTable(0, 0, 64<<10) { // 512 KiB of table
-		t.Fatal("a 64Ki-element table refused beside 512 KiB of memory")
-	}
-	if m.refused() {
-		t.Fatal("refused before anything was refused")
-	}
-	if m.GrowTable(1, 0, 1) {
-		t.Fatal("a second table grew past the shared limit")
-	}
-	if !m.refused() {
-		t.Fatal("a refused table growth is not recorded as out of memory")
-	}
-	if mem.Reallocate(512<<10+64<<10) != nil {
-		t.Fatal("memory grew into the tables' share")
-	}
-	if !m.GrowTable(0, 64<<10, 0) || m.GrowTable(0, 0, 1<<32-1) {
-		t.Fatal("a zero growth must pass and a 2^32-1 one fail")
-	}
-}
-
 // TestTableGrowAttackGetsMinusOne: the table.grow of 2^32-2 elements that
 // killed the host process gets -1 in a real run, in this process; growth
 // that fits beside linear memory runs, growth of the tables or of memory

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"log"
 
-	"github.com/subako/subako-runner/internal/testguest"
+	"github.com/subako/subako-runner/internal/devtools/testguest"
 	"github.com/subako/subako-runner/runtime"
 )
 

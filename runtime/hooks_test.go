@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/subako/subako-runner/internal/testguest"
+	"github.com/subako/subako-runner/internal/devtools/testguest"
 )
 
 // The trace shows the whole conversation of discovery and of a call in

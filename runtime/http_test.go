@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/subako/subako-runner/hostmod/subakohttp"
-	"github.com/subako/subako-runner/internal/testguest"
+	"github.com/subako/subako-runner/internal/devtools/testguest"
 	"github.com/subako/subako-runner/limits"
 )
 

@@ -10,52 +10,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/subako/subako-runner/internal/testguest"
+	"github.com/subako/subako-runner/internal/devtools/testguest"
 	"github.com/subako/subako-runner/limits"
 )
-
-// The allocator on its own: growth inside the limit keeps the bytes already
-// written (nothing copied or lost), the peak follows the largest size, growth
-// past the limit is refused and remembered, and release frees every memory
-// wazero did not (after which growth is refused).
-func TestMemoryLimitAllocator(t *testing.T) {
-	t.Parallel()
-	const page = 65536 // limits.WasmPageSize, untyped
-	m := newMemoryLimit(4*page, nil)
-	mem := m.Allocate(0, 16*page) // the module allows more than the call
-	b := mem.Reallocate(page)
-	if len(b) != page {
-		t.Fatalf("first size %d, want %d", len(b), page)
-	}
-	b[0], b[page-1] = 7, 9
-	b = mem.Reallocate(3 * page)
-	if len(b) != 3*page || b[0] != 7 || b[page-1] != 9 || b[2*page] != 0 {
-		t.Fatalf("grown memory lost its bytes or is not zeroed: len %d [0]=%d [page-1]=%d", len(b), b[0], b[page-1])
-	}
-	b[3*page-1] = 1 // every committed byte is writable
-	if m.Peak() != 3*page || m.refused() {
-		t.Fatalf("peak %d refused %v, want %d and false", m.Peak(), m.refused(), 3*page)
-	}
-	if got := mem.Reallocate(5 * page); got != nil {
-		t.Fatalf("growth past the limit returned %d bytes", len(got))
-	}
-	if !m.refused() || m.Peak() != 3*page {
-		t.Fatalf("refusal not recorded (refused %v, peak %d)", m.refused(), m.Peak())
-	}
-	if b := mem.Reallocate(4 * page); len(b) != 4*page || b[0] != 7 || b[page-1] != 9 {
-		t.Fatalf("growth to the limit after a refusal: len %d", len(b))
-	}
-	mem.Free() // wazero's, as the module closes
-	if got := mem.Reallocate(5 * page); got != nil {
-		t.Fatal("a freed memory grew again")
-	}
-	m.release()
-	m.release() // harmless twice
-	mem.Free()  // and wazero's Free after it
-	if got := mem.Reallocate(page); got != nil {
-		t.Fatal("a released memory grew again")
-	}
-}
 
 // memhogPackage loads the memory-heavy guest with a memory limit of mib.
 func memhogPackage(t *testing.T, mib int64) *Package {

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/subako/subako-runner/internal/testguest"
+	"github.com/subako/subako-runner/internal/devtools/testguest"
 )
 
 // A crash message quotes what the guest sent cut short, on a UTF-8

@@ -11,7 +11,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/subako/subako-runner/internal/testguest"
+	"github.com/subako/subako-runner/internal/devtools/testguest"
 )
 
 type recorder struct {

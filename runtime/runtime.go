@@ -18,6 +18,7 @@ import (
 
 	"github.com/subako/subako-runner/hostmod/subakohttp"
 	"github.com/subako/subako-runner/internal/fuel"
+	"github.com/subako/subako-runner/internal/linmem"
 	"github.com/subako/subako-runner/internal/modcheck"
 	"github.com/subako/subako-runner/limits"
 	"github.com/subako/subako-runner/protocol"
@@ -120,7 +121,7 @@ type Runtime struct {
 	endGrace time.Duration
 	volumes  *tempVolumes
 	admit    *admission
-	memPool  *memoryPool
+	memPool  *linmem.Pool
 	// modConfig is every instance's module configuration, made once: no
 	// name, no start functions (runInstance calls _start), and a random
 	// source that costs nothing to set up (wazero would otherwise seed a
@@ -158,7 +159,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	}
 	rt := &Runtime{log: log, limits: lim, client: protocol.ClientInfo{Name: "subako", Version: Version}, observer: cfg.Observer,
 		admit:      newAdmission(maxInstances),
-		memPool:    newMemoryPool(2),
+		memPool:    linmem.NewPool(2),
 		modConfig:  wazero.NewModuleConfig().WithName("").WithStartFunctions().WithRandSource(rand.Reader),
 		meterings:  newMeteringRecords(cfg.CompilationCacheDir),
 		progressFn: cfg.Progress, trace: cfg.Trace, workers: cfg.CompilationWorkers}
@@ -224,7 +225,7 @@ func (rt *Runtime) Close(ctx context.Context) error {
 	if rt.cache != nil {
 		err = errors.Join(err, rt.cache.Close(ctx))
 	}
-	rt.memPool.close()
+	rt.memPool.Close()
 	return errors.Join(err, rt.volumes.close())
 }
 

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/subako/subako-runner/internal/testguest"
+	"github.com/subako/subako-runner/internal/devtools/testguest"
 	"github.com/subako/subako-runner/limits"
 	"github.com/subako/subako-runner/protocol"
 )

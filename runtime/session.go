@@ -18,6 +18,7 @@ import (
 
 	"github.com/subako/subako-runner/hostmod/subakohttp"
 	"github.com/subako/subako-runner/internal/fuel"
+	"github.com/subako/subako-runner/internal/linmem"
 	"github.com/subako/subako-runner/internal/text"
 	"github.com/subako/subako-runner/limits"
 	"github.com/subako/subako-runner/protocol"
@@ -60,7 +61,7 @@ type session struct {
 	stdin  *wasi.Stdin
 	stderr *stderrTail
 	split  *protocol.LineSplitter
-	memory *memoryLimit
+	memory *linmem.Allocator
 	fuel   *fuel.Meter
 	trace  *sessionTrace // nil unless Config.Trace is set
 	// timing is written by the instance's goroutine before it reports its
@@ -121,7 +122,7 @@ func (rt *Runtime) newSession(parent context.Context, cfg instanceConfig, log *z
 		lim:       lim,
 		stdin:     wasi.NewStdin(),
 		stderr:    newStderrTail(lim.StderrTail, log),
-		memory:    newMemoryLimit(uint64(lim.Memory), rt.memPool),
+		memory:    linmem.New(uint64(lim.Memory), rt.memPool),
 		fuel:      fuel.NewMeter(lim.Fuel),
 		done:      make(chan error, 1),
 		responses: make(chan protocol.Message, 1),
@@ -185,7 +186,7 @@ func (rt *Runtime) newSession(parent context.Context, cfg instanceConfig, log *z
 		s.trace.exit(err)
 		s.ended = time.Now()
 		s.done <- err
-		s.memory.release() // after the end is reported: the host's work, not the guest's
+		s.memory.Release() // after the end is reported: the host's work, not the guest's
 		if cfg.ended != nil {
 			cfg.ended()
 		}
@@ -543,7 +544,7 @@ func (s *session) classifyEnd(waiting bool) *Crash {
 // endCrash classifies the ends every run shares, a session or a command:
 // the host's deadline, fuel, memory, a trap. It is nil when the instance
 // returned or exited (with any code), which the caller judges.
-func endCrash(err, cause error, meter *fuel.Meter, memory *memoryLimit, lim limits.Limits, ran time.Duration) *Crash {
+func endCrash(err, cause error, meter *fuel.Meter, memory *linmem.Allocator, lim limits.Limits, ran time.Duration) *Crash {
 	if err == nil {
 		return nil
 	}
@@ -555,7 +556,7 @@ func endCrash(err, cause error, meter *fuel.Meter, memory *memoryLimit, lim limi
 	}
 	var exit *sys.ExitError
 	isExit := errors.As(err, &exit)
-	if memory.refused() && (!isExit || exit.ExitCode() != 0) {
+	if memory.Refused() && (!isExit || exit.ExitCode() != 0) {
 		return &Crash{Reason: CrashOutOfMemory, Message: fmt.Sprintf("the module needed more than its memory limit of %s", limits.FormatSize(lim.Memory))}
 	}
 	if !isExit {

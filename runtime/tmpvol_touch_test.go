@@ -16,7 +16,7 @@ import (
 	"testing"
 
 	"github.com/subako/subako-runner/hostmod/subakohttp"
-	"github.com/subako/subako-runner/internal/testguest"
+	"github.com/subako/subako-runner/internal/devtools/testguest"
 )
 
 // volop runs one operation of the volops guest and releases its result.

@@ -1,4 +1,4 @@
-package runtime
+package linmem
 
 import (
 	"sync"
@@ -9,7 +9,7 @@ import (
 	"github.com/subako/subako-runner/limits"
 )
 
-// memoryLimit is the per-instance memory allocator (wazero's
+// Allocator is the per-instance memory allocator (wazero's
 // experimental.MemoryAllocator): it refuses growth beyond the call's limit,
 // so one instance cannot take memory from the calls beside it, and it records
 // the peak size and whether a growth was refused, which turns a later trap
@@ -28,9 +28,9 @@ import (
 // address-space reservation outside the Go heap that is committed as the
 // guest grows and unmapped when the instance closes; elsewhere it is a Go
 // slice (memory_slice.go).
-type memoryLimit struct {
+type Allocator struct {
 	limit   uint64
-	pool    *memoryPool // the Runtime's; nil: none
+	pool    *Pool // the Runtime's; nil: none
 	peak    atomic.Uint64
 	refusal atomic.Bool
 	// linear is the linear memory's current size; tableBytes what the
@@ -53,12 +53,12 @@ type linearMemory interface {
 	unmap()
 }
 
-func newMemoryLimit(limit uint64, pool *memoryPool) *memoryLimit {
-	return &memoryLimit{limit: limit, pool: pool}
+func New(limit uint64, pool *Pool) *Allocator {
+	return &Allocator{limit: limit, pool: pool}
 }
 
 // Allocate implements experimental.MemoryAllocator.
-func (m *memoryLimit) Allocate(capacity, max uint64) experimental.LinearMemory {
+func (m *Allocator) Allocate(capacity, max uint64) experimental.LinearMemory {
 	if max > m.limit {
 		max = m.limit
 	}
@@ -69,11 +69,11 @@ func (m *memoryLimit) Allocate(capacity, max uint64) experimental.LinearMemory {
 	return mem
 }
 
-func (m *memoryLimit) refused() bool { return m.refusal.Load() }
+func (m *Allocator) Refused() bool { return m.refusal.Load() }
 
 // GrowTable implements fuel.TableBudget. A refused growth counts as a
 // refused memory growth: a module that traps after it ran out of memory.
-func (m *memoryLimit) GrowTable(table, size, delta uint32) bool {
+func (m *Allocator) GrowTable(table, size, delta uint32) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.tables == nil {
@@ -98,12 +98,12 @@ func (m *memoryLimit) GrowTable(table, size, delta uint32) bool {
 }
 
 // Peak is the largest size any memory of the instance reached, in bytes.
-func (m *memoryLimit) Peak() uint64 { return m.peak.Load() }
+func (m *Allocator) Peak() uint64 { return m.peak.Load() }
 
 // admits reports whether a linear memory of size bytes (at most max) fits
 // beside the tables grown so far; a refusal is recorded, which turns a
 // later trap or exit into out_of_memory.
-func (m *memoryLimit) admits(size, max uint64) bool {
+func (m *Allocator) admits(size, max uint64) bool {
 	if size > max || size+m.tableBytes.Load() > m.limit {
 		m.refusal.Store(true)
 		return false
@@ -113,7 +113,7 @@ func (m *memoryLimit) admits(size, max uint64) bool {
 
 // grew records a memory's new size: the linear size the tables are
 // charged beside, and the peak.
-func (m *memoryLimit) grew(size uint64) {
+func (m *Allocator) grew(size uint64) {
 	m.linear.Store(size)
 	for {
 		peak := m.peak.Load()
@@ -127,7 +127,7 @@ func (m *memoryLimit) grew(size uint64) {
 // instance can no longer run, on every path: wazero calls Free when a
 // module closes, but not when instantiation fails after the memory was made
 // (a start function that traps or exits, a data segment out of bounds).
-func (m *memoryLimit) release() {
+func (m *Allocator) Release() {
 	m.mu.Lock()
 	mems := m.memories
 	m.memories = nil

@@ -1,6 +1,6 @@
 //go:build (linux || darwin) && (amd64 || arm64)
 
-package runtime
+package linmem
 
 import (
 	"os"
@@ -19,7 +19,7 @@ import (
 // Only 64-bit address spaces: reserving the 4 GiB a 32-bit module can use
 // costs nothing there.
 type mappedMemory struct {
-	owner    *memoryLimit
+	owner    *Allocator
 	max      uint64
 	res      *reservation // nil once given back
 	freed    bool         // wazero closed the module: no more growth
@@ -39,7 +39,7 @@ type reservation struct {
 	cleanup goruntime.Cleanup
 }
 
-func newLinearMemory(owner *memoryLimit, max uint64) linearMemory {
+func newLinearMemory(owner *Allocator, max uint64) linearMemory {
 	l := &mappedMemory{owner: owner, max: max}
 	if max == 0 {
 		return l
@@ -128,7 +128,7 @@ func (l *mappedMemory) unmap() {
 	}
 }
 
-// memoryPool keeps a few reservations of instances that used little
+// Pool keeps a few reservations of instances that used little
 // memory, their committed pages zeroed and still mapped, for the next
 // instances of the Runtime. A fresh mapping costs a page fault for every
 // page the guest touches (the kernel zeroes each on first use; 2–3 µs a
@@ -143,7 +143,7 @@ func (l *mappedMemory) unmap() {
 // asked next, which then pulled every cleared line across from the other's
 // cache: on two cores, clearing took 6.1 µs a C call instead of 2.2 µs
 // (docs/RATIONALE.md, "Why does the memory pool have a shelf per CPU?").
-type memoryPool struct {
+type Pool struct {
 	shelves  []poolShelf
 	perShelf int
 }
@@ -161,18 +161,18 @@ type poolShelf struct {
 // guest's runtime starts with about 4 MiB.
 const poolKeep = 8 << 20
 
-// newMemoryPool makes a pool of perShelf reservations for each CPU.
-func newMemoryPool(perShelf int) *memoryPool {
-	return &memoryPool{shelves: make([]poolShelf, max(1, goruntime.NumCPU())), perShelf: perShelf}
+// NewPool makes a pool of perShelf reservations for each CPU.
+func NewPool(perShelf int) *Pool {
+	return &Pool{shelves: make([]poolShelf, max(1, goruntime.NumCPU())), perShelf: perShelf}
 }
 
 // shelf is the index of the current CPU's shelf. The goroutine can move to
 // another CPU right after: the pool is then merely less local.
-func (p *memoryPool) shelf() int { return currentCPU() % len(p.shelves) }
+func (p *Pool) shelf() int { return currentCPU() % len(p.shelves) }
 
 // get takes a pooled reservation of exactly size bytes, from the current
 // CPU's shelf first, or nil.
-func (p *memoryPool) get(size uint64) *reservation {
+func (p *Pool) get(size uint64) *reservation {
 	if p == nil {
 		return nil
 	}
@@ -200,7 +200,7 @@ func (s *poolShelf) take(size uint64) *reservation {
 // put zeroes r's committed bytes and keeps it, on the current CPU's shelf
 // or, when that is full, on any with room; false means the caller unmaps
 // it.
-func (p *memoryPool) put(r *reservation) bool {
+func (p *Pool) put(r *reservation) bool {
 	if p == nil || r.committed > poolKeep {
 		return false
 	}
@@ -225,7 +225,7 @@ func (p *memoryPool) put(r *reservation) bool {
 
 // room reports whether a shelf, home first, could keep one more: a hint,
 // which keep checks again.
-func (p *memoryPool) room(home int) bool {
+func (p *Pool) room(home int) bool {
 	for i := range p.shelves {
 		s := &p.shelves[(home+i)%len(p.shelves)]
 		s.mu.Lock()
@@ -249,7 +249,7 @@ func (s *poolShelf) keep(r *reservation, perShelf int) bool {
 }
 
 // idle counts the pooled reservations.
-func (p *memoryPool) idle() int {
+func (p *Pool) idle() int {
 	n := 0
 	for i := range p.shelves {
 		s := &p.shelves[i]
@@ -261,7 +261,7 @@ func (p *memoryPool) idle() int {
 }
 
 // close unmaps every pooled reservation; later ones are not kept.
-func (p *memoryPool) close() {
+func (p *Pool) Close() {
 	for i := range p.shelves {
 		s := &p.shelves[i]
 		s.mu.Lock()

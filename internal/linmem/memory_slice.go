@@ -1,10 +1,10 @@
-package runtime
+package linmem
 
 // sliceMemory is a linear memory in a Go slice: the allocator of platforms
 // without memory_mmap.go, and the fallback where the address space cannot
 // be reserved.
 type sliceMemory struct {
-	owner *memoryLimit
+	owner *Allocator
 	max   uint64
 	buf   []byte
 }

@@ -1,6 +1,6 @@
 //go:build linux && (amd64 || arm64)
 
-package runtime
+package linmem
 
 import (
 	goruntime "runtime"
@@ -55,15 +55,15 @@ func TestMemoryPoolKeepsAMemoryOnItsCPU(t *testing.T) {
 		t.Skip("one CPU: there is no other shelf to tell apart (CI has two)")
 	}
 	const page = 65536
-	pool := newMemoryPool(2)
-	defer pool.close()
+	pool := NewPool(2)
+	defer pool.Close()
 	// Two memories in use at once, one on each CPU, released on the CPU
 	// that used them.
-	var lims [2]*memoryLimit
+	var lims [2]*Allocator
 	var bases [2]*byte
 	for i, cpu := range usable {
 		onCPU(t, cpu, func() {
-			lims[i] = newMemoryLimit(16*page, pool)
+			lims[i] = New(16*page, pool)
 			mem := lims[i].Allocate(0, 16*page)
 			b := mem.Reallocate(page)
 			b[0] = byte(cpu + 1)
@@ -73,7 +73,7 @@ func TestMemoryPoolKeepsAMemoryOnItsCPU(t *testing.T) {
 	for i, cpu := range usable {
 		onCPU(t, cpu, func() {
 			lims[i].memories[0].Free()
-			lims[i].release()
+			lims[i].Release()
 		})
 	}
 	if pool.idle() != 2 {
@@ -83,9 +83,9 @@ func TestMemoryPoolKeepsAMemoryOnItsCPU(t *testing.T) {
 	take := func(cpu int) *byte {
 		var base *byte
 		onCPU(t, cpu, func() {
-			lim := newMemoryLimit(16*page, pool)
+			lim := New(16*page, pool)
 			// Held to the end: the next take must find the other memory.
-			t.Cleanup(lim.release)
+			t.Cleanup(lim.Release)
 			mem := lim.Allocate(0, 16*page)
 			b := mem.Reallocate(page)
 			if b[0] != 0 {

@@ -1,6 +1,6 @@
 //go:build (linux || darwin) && (amd64 || arm64)
 
-package runtime
+package linmem
 
 import (
 	"bytes"
@@ -17,9 +17,9 @@ import (
 func TestMemoryPoolHandsOutZeroedMemory(t *testing.T) {
 	t.Parallel()
 	const page = 65536
-	pool := newMemoryPool(2)
-	defer pool.close()
-	first := newMemoryLimit(16*page, pool)
+	pool := NewPool(2)
+	defer pool.Close()
+	first := New(16*page, pool)
 	mem := first.Allocate(0, 16*page)
 	b := mem.Reallocate(3 * page)
 	for i := range b {
@@ -27,12 +27,12 @@ func TestMemoryPoolHandsOutZeroedMemory(t *testing.T) {
 	}
 	base := unsafe.SliceData(b)
 	mem.Free()
-	first.release()
+	first.Release()
 	if pool.idle() != 1 {
 		t.Fatalf("%d pooled reservations after a small memory was released, want 1", pool.idle())
 	}
 
-	second := newMemoryLimit(16*page, pool)
+	second := New(16*page, pool)
 	mem = second.Allocate(0, 16*page)
 	b = mem.Reallocate(page)
 	if unsafe.SliceData(b) != base {
@@ -48,15 +48,15 @@ func TestMemoryPoolHandsOutZeroedMemory(t *testing.T) {
 	if second.Peak() != 5*page || first.Peak() != 3*page {
 		t.Fatalf("peaks %d and %d, want %d and %d", first.Peak(), second.Peak(), 3*page, 5*page)
 	}
-	second.release()
+	second.Release()
 
-	big := newMemoryLimit(2*poolKeep, pool)
+	big := New(2*poolKeep, pool)
 	mem = big.Allocate(0, 2*poolKeep)
 	if b := mem.Reallocate(poolKeep + page); len(b) != poolKeep+page {
 		t.Fatalf("len %d", len(b))
 	}
 	before := pool.idle()
-	big.release()
+	big.Release()
 	if pool.idle() != before {
 		t.Fatal("a memory that committed more than poolKeep was pooled")
 	}
@@ -69,10 +69,10 @@ func TestMemoryPoolHandsOutZeroedMemory(t *testing.T) {
 func TestMemoryPoolClearsWhatTheInstanceReached(t *testing.T) {
 	t.Parallel()
 	const page = 65536
-	pool := newMemoryPool(1)
-	defer pool.close()
+	pool := NewPool(1)
+	defer pool.Close()
 	use := func(pages ...int) []byte {
-		lim := newMemoryLimit(16*page, pool)
+		lim := New(16*page, pool)
 		mem := lim.Allocate(0, 16*page)
 		var b []byte
 		for i, n := range pages {
@@ -86,7 +86,7 @@ func TestMemoryPoolClearsWhatTheInstanceReached(t *testing.T) {
 			}
 		}
 		mem.Free()
-		lim.release()
+		lim.Release()
 		return b
 	}
 	first := use(6)
@@ -104,14 +104,14 @@ func TestMemoryPoolClearsWhatTheInstanceReached(t *testing.T) {
 func TestMemoryPoolClearsEveryWrittenByte(t *testing.T) {
 	t.Parallel()
 	const wasmPage = 65536
-	pool := newMemoryPool(1)
-	defer pool.close()
+	pool := NewPool(1)
+	defer pool.Close()
 	osPage := os.Getpagesize()
 	size := 4 * wasmPage
 	offsets := []int{0, osPage - 1, osPage, 3*osPage + 17, 2*wasmPage - 1, size - osPage, size - 1}
 	var base *byte
 	for round := range 3 {
-		lim := newMemoryLimit(uint64(size), pool)
+		lim := New(uint64(size), pool)
 		mem := lim.Allocate(0, uint64(size))
 		b := mem.Reallocate(uint64(size))
 		if round == 0 {
@@ -130,6 +130,6 @@ func TestMemoryPoolClearsEveryWrittenByte(t *testing.T) {
 			}
 		}
 		mem.Free()
-		lim.release()
+		lim.Release()
 	}
 }

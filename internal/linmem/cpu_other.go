@@ -1,6 +1,6 @@
 //go:build !linux
 
-package runtime
+package linmem
 
 // currentCPU is 0 where the runner does not ask the kernel: a pool then
 // has one shelf in use.
