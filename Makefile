@@ -86,16 +86,16 @@ bench:
 #   make wasi-testsuite WASI_TESTSUITE=/path/to/wasi-testsuite
 wasi-testsuite: build
 	@if [ -z "$(WASI_TESTSUITE)" ]; then echo "set WASI_TESTSUITE to a copy of the wasi-testsuite (its tests/ directory or above)"; exit 2; fi
-	$(GO) run ./internal/wasitestsuite -runner $(BIN) $(WASI_TESTSUITE)
+	$(GO) run ./internal/devtools/wasitestsuite -runner $(BIN) $(WASI_TESTSUITE)
 
-# Mutation testing (internal/mutants): plants each kept one-line bug in
+# Mutation testing (internal/devtools/mutants): plants each kept one-line bug in
 # the security code (ranges and allowlist, write budget, WASI path and link
 # rules, mount prefixes) through go test -overlay and expects its package's
 # tests to fail; prints the score and the survivors. About 15 minutes.
 #   make mutants MUTANTS=budget     only the mutants whose id contains it
 MUTANTS ?= all
 mutants:
-	SUBAKO_MUTANTS=$(MUTANTS) SUBAKO_TEST_COMPILATION_CACHE=$(TEST_CACHE) $(GO) test -count=1 -v -timeout 90m -run TestMutantsAreKilled ./internal/mutants
+	SUBAKO_MUTANTS=$(MUTANTS) SUBAKO_TEST_COMPILATION_CACHE=$(TEST_CACHE) $(GO) test -count=1 -v -timeout 90m -run TestMutantsAreKilled ./internal/devtools/mutants
 
 # The generic operator mutants of go-gremlins over limits (the write
 # budget), whose whole test suite is fast: about two minutes. Any package

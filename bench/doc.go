@@ -37,5 +37,5 @@
 // (the runner and the bare floor) run in blocks, each after its own
 // warm-up, so neither pays for the other's garbage. Every loop is bounded
 // in count and in time, and the only network traffic is on loopback. Run it from the module root:
-// it reads testdata/ and builds the Go guests with internal/testguest.
+// it reads testdata/ and builds the Go guests with internal/devtools/testguest.
 package main

@@ -7,13 +7,13 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/subako/subako-runner/internal/testguest"
+	"github.com/subako/subako-runner/internal/devtools/testguest"
 	"github.com/subako/subako-runner/protocol"
 	"github.com/subako/subako-runner/runtime"
 )
 
 // goPackage builds the Go guest at testdata/guests/<name> (cached by
-// internal/testguest) and assembles a package directory for it under work:
+// internal/devtools/testguest) and assembles a package directory for it under work:
 // a manifest and the module, no assets.
 func goPackage(work, name string) (string, error) {
 	module, err := testguest.BuildGo(filepath.Join("testdata", "guests", name))

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/subako/subako-runner/fsmount"
-	"github.com/subako/subako-runner/internal/testguest"
+	"github.com/subako/subako-runner/internal/devtools/testguest"
 	"github.com/subako/subako-runner/limits"
 	"github.com/subako/subako-runner/wasi"
 )

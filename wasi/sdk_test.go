@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/subako/subako-runner/internal/testguest"
+	"github.com/subako/subako-runner/internal/devtools/testguest"
 	"github.com/subako/subako-runner/wasi"
 )
 

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/subako/subako-runner/internal/abi"
-	"github.com/subako/subako-runner/internal/testguest"
+	"github.com/subako/subako-runner/internal/devtools/testguest"
 	"github.com/subako/subako-runner/wasi"
 	"github.com/tetratelabs/wazero/sys"
 )

@@ -4,7 +4,7 @@ import (
 	"os"
 
 	"fmt"
-	"github.com/subako/subako-runner/internal/testguest"
+	"github.com/subako/subako-runner/internal/devtools/testguest"
 	"net"
 	"net/http"
 	"net/http/httptest"

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/subako/subako-runner/internal/scaffold"
-	"github.com/subako/subako-runner/internal/testguest"
+	"github.com/subako/subako-runner/cmd/subako-runner/internal/scaffold"
+	"github.com/subako/subako-runner/internal/devtools/testguest"
 )
 
 // The docs' examples are part of the contract: every command shown in

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/subako/subako-runner/internal/scaffold"
+	"github.com/subako/subako-runner/cmd/subako-runner/internal/scaffold"
 )
 
 func newInitCmd(a *app) *cobra.Command {

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/subako/subako-runner/internal/scaffold"
+	"github.com/subako/subako-runner/cmd/subako-runner/internal/scaffold"
 )
 
 // toolchain says how to run `make` for a language's project: extra make

@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/subako/subako-runner/internal/inspect"
-	"github.com/subako/subako-runner/internal/loopback"
+	"github.com/subako/subako-runner/cmd/subako-runner/internal/inspect"
+	"github.com/subako/subako-runner/cmd/subako-runner/internal/loopback"
 	"github.com/subako/subako-runner/runtime"
 )
 

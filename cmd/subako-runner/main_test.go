@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/subako/subako-runner/internal/testguest"
+	"github.com/subako/subako-runner/internal/devtools/testguest"
 )
 
 const guests = "../../testdata/guests/"

@@ -12,8 +12,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/subako/subako-runner/internal/loopback"
-	"github.com/subako/subako-runner/internal/mcpserve"
+	"github.com/subako/subako-runner/cmd/subako-runner/internal/loopback"
+	"github.com/subako/subako-runner/cmd/subako-runner/internal/mcpserve"
 	"github.com/subako/subako-runner/runtime"
 )
 

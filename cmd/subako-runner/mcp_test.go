@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/subako/subako-runner/internal/testguest"
+	"github.com/subako/subako-runner/internal/devtools/testguest"
 )
 
 // The real MCP clients live in testdata/mcp, installed there by `npm ci`

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/subako/subako-runner/internal/testguest"
+	"github.com/subako/subako-runner/internal/devtools/testguest"
 	"github.com/subako/subako-runner/internal/wasmbin"
 	"github.com/subako/subako-runner/internal/wasmbin/wasmtest"
 	"github.com/tetratelabs/wazero"

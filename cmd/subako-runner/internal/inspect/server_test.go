@@ -13,11 +13,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/subako/subako-runner/internal/testguest"
+	"github.com/subako/subako-runner/internal/devtools/testguest"
 	"github.com/subako/subako-runner/runtime"
 )
 
-const guests = "../../testdata/guests/"
+const guests = "../../../../testdata/guests/"
 
 var compiledCache string
 

@@ -17,7 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap"
 
-	"github.com/subako/subako-runner/internal/loopback"
+	"github.com/subako/subako-runner/cmd/subako-runner/internal/loopback"
 )
 
 // statelessVersion is the first MCP revision without sessions: its requests

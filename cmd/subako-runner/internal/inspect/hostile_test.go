@@ -6,14 +6,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/subako/subako-runner/internal/testguest"
+	"github.com/subako/subako-runner/internal/devtools/testguest"
 )
 
 // hostilePackage is testdata/inspecthostile: its tool drop writes
 // evil.html, evil.js, evil.svg and png.html (PNG magic bytes, then HTML) to
 // /volume/tmp and links each one.
 func hostilePackage(t testing.TB) string {
-	return testguest.Package(t, testguest.Go(t, "../../testdata/inspecthostile"), "inspecthostile", nil)
+	return testguest.Package(t, testguest.Go(t, "../../../../testdata/inspecthostile"), "inspecthostile", nil)
 }
 
 // TestFilesAreNeverActiveContent: whatever a module names its files and

@@ -15,7 +15,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/subako/subako-runner/internal/loopback"
+	"github.com/subako/subako-runner/cmd/subako-runner/internal/loopback"
 	"github.com/subako/subako-runner/runtime"
 )
 
