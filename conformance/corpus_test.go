@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/subako/subako-runner/conformance"
-	"github.com/subako/subako-runner/internal/testguest"
+	"github.com/subako/subako-runner/internal/devtools/testguest"
 	"github.com/subako/subako-runner/limits"
 	"github.com/subako/subako-runner/runtime"
 )
