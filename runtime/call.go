@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/subako/subako-runner/internal/tmpvol"
 	"io"
 	"io/fs"
 	"os"
@@ -131,7 +132,7 @@ type Result struct {
 	// goes back to the pool without another look.
 	TmpDir string
 
-	volumes *tempVolumes // set when the runtime made TmpDir
+	volumes *tmpvol.Pool // set when the runtime made TmpDir
 	// mounts are the call's, whose record tells whether anything reached
 	// TmpDir through them; nil when the call never got that far.
 	mounts *fsmount.Set
@@ -155,7 +156,7 @@ func (r *Result) Release() error {
 	r.volumes = nil
 	touched := r.mounts == nil || r.mounts.Touched(fsmount.GuestTmp)
 	r.mounts = nil
-	return v.release(r.TmpDir, r.reuse, touched)
+	return v.Release(r.TmpDir, r.reuse, touched)
 }
 
 // Call runs one tools/call in a fresh instance. An error means the host
@@ -225,7 +226,7 @@ func (p *Package) callOnce(ctx context.Context, req CallRequest, log *zap.Logger
 	}
 	res := &Result{TmpDir: req.Tmp}
 	if res.TmpDir == "" {
-		dir, err := p.rt.volumes.get()
+		dir, err := p.rt.volumes.Get()
 		if err != nil {
 			return nil, err
 		}
@@ -361,10 +362,10 @@ func (p *Package) openMounts(layout fsmount.Layout, shared bool) (*fsmount.Set, 
 	}
 	for i := range mounts {
 		m := &mounts[i]
-		overlap := func(host string) error { return p.rt.volumes.overlap(m.Guest, host) }
+		overlap := func(host string) error { return p.rt.volumes.Overlap(m.Guest, host) }
 		switch {
 		case m.Guest == fsmount.GuestTmp:
-			m.Lazy = p.rt.volumes.owns(m.Host)
+			m.Lazy = p.rt.volumes.Owns(m.Host)
 		case m.Guest == fsmount.GuestPackage && shared:
 			if m.Root, err = p.pkgRoot.get(m.Host, overlap); err != nil {
 				return nil, fmt.Errorf("package %s: %w", p.name, err)

@@ -76,11 +76,11 @@ func (p *Package) Probe(ctx context.Context, pr Probe, req CallRequest) (*ProbeR
 	}
 	tmp := req.Tmp
 	if tmp == "" && !pr.Discovery {
-		dir, err := p.rt.volumes.get()
+		dir, err := p.rt.volumes.Get()
 		if err != nil {
 			return nil, err
 		}
-		defer p.rt.volumes.put(dir, false) // probes are rare: not worth proving the instance gone
+		defer p.rt.volumes.Put(dir, false) // probes are rare: not worth proving the instance gone
 		tmp = dir
 	}
 	log := p.rt.log.With(zap.String("package", p.name), zap.String("probe", "raw"))

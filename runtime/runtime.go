@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/subako/subako-runner/internal/tmpvol"
 	goruntime "runtime"
 	"sync"
 	"time"
@@ -119,7 +120,7 @@ type Runtime struct {
 	traceSeq   int64 // atomic: the last instance number traced
 	// endGrace overrides the package's endGrace; tests shorten it.
 	endGrace time.Duration
-	volumes  *tempVolumes
+	volumes  *tmpvol.Pool
 	admit    *admission
 	memPool  *linmem.Pool
 	// modConfig is every instance's module configuration, made once: no
@@ -175,7 +176,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		rt.cache = cache
 		rc = rc.WithCompilationCache(cache)
 	}
-	volumes, err := openTempVolumes(cfg.TempDir, log)
+	volumes, err := tmpvol.Open(cfg.TempDir, log)
 	if err != nil {
 		if rt.cache != nil {
 			rt.cache.Close(ctx)
@@ -226,7 +227,7 @@ func (rt *Runtime) Close(ctx context.Context) error {
 		err = errors.Join(err, rt.cache.Close(ctx))
 	}
 	rt.memPool.Close()
-	return errors.Join(err, rt.volumes.close())
+	return errors.Join(err, rt.volumes.Close())
 }
 
 // Limits returns the runtime's default limits.

@@ -462,7 +462,7 @@ func TestModelView(t *testing.T) {
 	}
 	tmp := res.TmpDir
 	res.Release()
-	rt.volumes.flush() // the removal runs off the caller's path
+	rt.volumes.Flush() // the removal runs off the caller's path
 	if _, err := os.Stat(tmp); !os.IsNotExist(err) {
 		t.Errorf("Release left /volume/tmp at %s", tmp)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/subako/subako-runner/internal/tmpvol"
 	"os"
 	goruntime "runtime"
 	"strconv"
@@ -48,7 +49,7 @@ func (f footprint) String() string {
 
 func measureFootprint(t *testing.T, rt *Runtime) footprint {
 	t.Helper()
-	rt.volumes.flush()
+	rt.volumes.Flush()
 	goruntime.GC()
 	goruntime.GC() // the second cycle frees what finalizers of the first released
 	var ms goruntime.MemStats
@@ -57,7 +58,7 @@ func measureFootprint(t *testing.T, rt *Runtime) footprint {
 	if err != nil {
 		t.Skipf("cannot count file descriptors: %v", err)
 	}
-	dirs, err := os.ReadDir(rt.volumes.dir)
+	dirs, err := os.ReadDir(rt.volumes.Dir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +149,7 @@ func TestSoakNoGrowth(t *testing.T) {
 			}
 			// After Release (and the goroutine that handles released
 			// directories) it is gone, or back in the pool, empty.
-			rt.volumes.flush()
+			rt.volumes.Flush()
 			if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
 				return fmt.Errorf("call %d: /volume/tmp %s still has %d entries after Release", i, dir, len(entries))
 			} else if err != nil && !os.IsNotExist(err) {
@@ -207,10 +208,10 @@ func TestSoakNoGrowth(t *testing.T) {
 			t.Errorf("%s: live heap grew from %.1f to %.1f MiB over %d calls", ph.name,
 				float64(base.heap)/(1<<20), float64(f.heap)/(1<<20), n)
 		}
-		// Prepared directories wait for calls (at most tempVolumePool);
+		// Prepared directories wait for calls (at most tmpvol.Prepared);
 		// a call's left behind would be n of them.
-		if f.tmpDirs > tempVolumePool {
-			t.Errorf("%s: %d directories in the runtime's temp directory after Release, want at most %d prepared ones", ph.name, f.tmpDirs, tempVolumePool)
+		if f.tmpDirs > tmpvol.Prepared {
+			t.Errorf("%s: %d directories in the runtime's temp directory after Release, want at most %d prepared ones", ph.name, f.tmpDirs, tmpvol.Prepared)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"github.com/subako/subako-runner/internal/tmpvol"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -50,8 +51,8 @@ func TestEachCallGetsAFreshTmp(t *testing.T) {
 	released := write()
 	releasedDir := released.TmpDir
 	released.Release()
-	kept := write()                     // not released: its files stay until Close
-	for i := range 2 * tempVolumePool { // past the prepared pool, into new ones
+	kept := write()                      // not released: its files stay until Close
+	for i := range 2 * tmpvol.Prepared { // past the prepared pool, into new ones
 		res, err := pkg.Call(context.Background(), CallRequest{Tool: "read_file", Arguments: json.RawMessage(`{"path":"/volume/tmp/left.txt"}`)})
 		if err != nil {
 			t.Fatal(err)
@@ -72,7 +73,7 @@ func TestEachCallGetsAFreshTmp(t *testing.T) {
 		res.Release()
 	}
 	if _, err := os.Stat(releasedDir); !os.IsNotExist(err) {
-		rt.volumes.flush()
+		rt.volumes.Flush()
 		if _, err := os.Stat(releasedDir); !os.IsNotExist(err) {
 			t.Fatalf("the released directory a call wrote in is still there: %v", err)
 		}
@@ -97,7 +98,7 @@ func TestEachCallGetsAFreshTmp(t *testing.T) {
 // remove nothing. One the guest changed in any way is removed, even when
 // empty: here its times were set.
 func TestUntouchedTmpIsReused(t *testing.T) {
-	if _, ok := stampOf(t.TempDir()); !ok {
+	if !tmpvol.Recycles(t.TempDir()) {
 		t.Skip("no directory metadata to compare on this platform: nothing is reused")
 	}
 	t.Parallel()
@@ -112,16 +113,16 @@ func TestUntouchedTmpIsReused(t *testing.T) {
 	}
 	for range 3 { // the pool fills; released ones come back
 		greet().Release()
-		rt.volumes.flush()
+		rt.volumes.Flush()
 	}
-	made, looked := rt.volumes.seq.Load(), rt.volumes.looked.Load()
+	made, looked := createdVolumes(rt), lookedVolumes(rt)
 	for i := range 20 {
 		greet().Release()
-		rt.volumes.flush()
-		if n := rt.volumes.seq.Load(); n != made {
+		rt.volumes.Flush()
+		if n := createdVolumes(rt); n != made {
 			t.Fatalf("call %d: %d directories made for calls that never touched /volume/tmp", i, n-made)
 		}
-		if n := rt.volumes.looked.Load(); n != looked {
+		if n := lookedVolumes(rt); n != looked {
 			t.Fatalf("call %d: %d directories looked at that no call touched", i, n-looked)
 		}
 	}
@@ -133,7 +134,7 @@ func TestUntouchedTmpIsReused(t *testing.T) {
 	}
 	dir := res.TmpDir
 	res.Release()
-	rt.volumes.flush()
+	rt.volumes.Flush()
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Fatalf("a directory whose times were set went back to the pool (stat: %v)", err)
 	}
@@ -146,8 +147,8 @@ func TestCallTakesAPreparedTmp(t *testing.T) {
 	rt := newRuntimeIn(t, t.TempDir())
 	pkg := load(t, rt, "../testdata/packages/cgreet")
 	for i := range 3 {
-		rt.volumes.flush() // the pool is refilled once the preparing goroutine got to it
-		before, err := os.ReadDir(rt.volumes.dir)
+		rt.volumes.Flush() // the pool is refilled once the preparing goroutine got to it
+		before, err := os.ReadDir(rt.volumes.Dir())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -169,7 +170,7 @@ func TestTempRootMustBePrivate(t *testing.T) {
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
 	elsewhere := t.TempDir()
-	if err := os.Symlink(elsewhere, defaultTempRoot()); err != nil {
+	if err := os.Symlink(elsewhere, tmpvol.DefaultRoot()); err != nil {
 		t.Fatal(err)
 	}
 	rt, err := New(context.Background(), Config{})
@@ -180,13 +181,13 @@ func TestTempRootMustBePrivate(t *testing.T) {
 	if entries, _ := os.ReadDir(elsewhere); len(entries) != 0 {
 		t.Fatalf("New wrote into the link's target: %v", entries)
 	}
-	if err := os.Remove(defaultTempRoot()); err != nil {
+	if err := os.Remove(tmpvol.DefaultRoot()); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Mkdir(defaultTempRoot(), 0o777); err != nil {
+	if err := os.Mkdir(tmpvol.DefaultRoot(), 0o777); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Chmod(defaultTempRoot(), 0o777); err != nil {
+	if err := os.Chmod(tmpvol.DefaultRoot(), 0o777); err != nil {
 		t.Fatal(err)
 	}
 	rt, err = New(context.Background(), Config{})
@@ -194,7 +195,7 @@ func TestTempRootMustBePrivate(t *testing.T) {
 		t.Fatalf("our own root with wide permissions: %v", err)
 	}
 	defer rt.Close(context.Background())
-	if info, err := os.Stat(defaultTempRoot()); err != nil || info.Mode().Perm() != 0o700 {
+	if info, err := os.Stat(tmpvol.DefaultRoot()); err != nil || info.Mode().Perm() != 0o700 {
 		t.Fatalf("the root was not made private: %v %v", info.Mode(), err)
 	}
 }
@@ -203,7 +204,7 @@ func TestTempRootMustBePrivate(t *testing.T) {
 // Close) leaves its volumes behind; the next Runtime on the same root
 // removes them, and leaves a live runtime's alone.
 func TestKilledHostsVolumesAreSwept(t *testing.T) {
-	if !canSweep {
+	if !tmpvol.Sweeps {
 		t.Skip("no flock on this platform: nothing is swept")
 	}
 	t.Parallel()
@@ -259,7 +260,7 @@ func TestKilledHostsVolumesAreSwept(t *testing.T) {
 		t.Fatalf("a new runtime left the killed host's lock file (stat: %v)", err)
 	}
 	for _, rt := range []*Runtime{live, fresh} {
-		if _, err := os.Stat(rt.volumes.dir); err != nil {
+		if _, err := os.Stat(rt.volumes.Dir()); err != nil {
 			t.Fatalf("the sweep removed a live runtime's directory: %v", err)
 		}
 	}
@@ -291,7 +292,7 @@ func TestKilledHostChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	os.Stdout.WriteString("child volumes: " + rt.volumes.dir + "\n")
+	os.Stdout.WriteString("child volumes: " + rt.volumes.Dir() + "\n")
 	_, _ = pkg.Call(context.Background(), CallRequest{Tool: "timeout_sleep"}) // killed in here
 	t.Fatal("the sleeping call returned before the kill")
 }
@@ -320,11 +321,18 @@ func TestRuntimesStartingTogetherKeepTheirDirectories(t *testing.T) {
 		defer rt.Close(context.Background())
 	}
 	for i, rt := range rts {
-		if _, err := os.Stat(rt.volumes.dir); err != nil {
+		if _, err := os.Stat(rt.volumes.Dir()); err != nil {
 			t.Errorf("runtime %d lost its directory: %v", i, err)
 		}
-		if _, err := os.Stat(rt.volumes.dir + ".lock"); err != nil {
+		if _, err := os.Stat(rt.volumes.Dir() + ".lock"); err != nil {
 			t.Errorf("runtime %d lost its lock file: %v", i, err)
 		}
 	}
 }
+
+// createdVolumes, lookedVolumes and unlookedVolumes count the runtime's
+// /volume/tmp directories created so far, and those that went back to the
+// pool after a look and without one.
+func createdVolumes(rt *Runtime) uint64  { c, _, _ := rt.volumes.Counts(); return c }
+func lookedVolumes(rt *Runtime) uint64   { _, l, _ := rt.volumes.Counts(); return l }
+func unlookedVolumes(rt *Runtime) uint64 { _, _, u := rt.volumes.Counts(); return u }

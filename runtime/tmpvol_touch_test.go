@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/subako/subako-runner/internal/tmpvol"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -45,8 +46,8 @@ func volop(t *testing.T, pkg *Package, op, path, to string) string {
 // show here.
 func expectFresh(t *testing.T, rt *Runtime, pkg *Package, after string) {
 	t.Helper()
-	for i := range tempVolumePool + 1 {
-		rt.volumes.flush()
+	for i := range tmpvol.Prepared + 1 {
+		rt.volumes.Flush()
 		text := volop(t, pkg, "fresh", "", "")
 		var a, m, c, nlink, entries uint64
 		if _, err := fmt.Sscanf(strings.TrimPrefix(text, "text:"), "atime=%d mtime=%d ctime=%d nlink=%d entries=%d", &a, &m, &c, &nlink, &entries); err != nil {
@@ -64,18 +65,18 @@ func expectFresh(t *testing.T, rt *Runtime, pkg *Package, after string) {
 // it goes back to the pool, and the calls after it get a fresh one. A
 // call that never touches it gives it back without a look.
 func TestEveryTouchOfTmpIsLookedAt(t *testing.T) {
-	if _, ok := stampOf(t.TempDir()); !ok {
+	if !tmpvol.Recycles(t.TempDir()) {
 		t.Skip("no directory metadata to compare on this platform: nothing is reused")
 	}
 	t.Parallel()
 	rt := newRuntimeIn(t, t.TempDir())
 	pkg := load(t, rt, makePackage(t, testguest.Go(t, guests+"volops"), nil))
 
-	unlooked := rt.volumes.unlooked.Load()
+	unlooked := unlookedVolumes(rt)
 	if text := volop(t, pkg, "none", "", ""); text != "text:ok" {
 		t.Fatalf("none: %q", text)
 	}
-	if rt.volumes.unlooked.Load() != unlooked+1 {
+	if unlookedVolumes(rt) != unlooked+1 {
 		t.Fatal("a call that never touched /volume/tmp did not give it back without a look: the test proves nothing")
 	}
 	expectFresh(t, rt, pkg, "none")
@@ -102,10 +103,10 @@ func TestEveryTouchOfTmpIsLookedAt(t *testing.T) {
 	}
 	for _, tt := range tests {
 		name := tt.op + " " + tt.path + " " + tt.to
-		rt.volumes.flush()
-		unlooked := rt.volumes.unlooked.Load()
+		rt.volumes.Flush()
+		unlooked := unlookedVolumes(rt)
 		volop(t, pkg, tt.op, tt.path, tt.to)
-		if rt.volumes.unlooked.Load() != unlooked {
+		if unlookedVolumes(rt) != unlooked {
 			t.Errorf("after %s: /volume/tmp went back to the pool without a look", name)
 		}
 		expectFresh(t, rt, pkg, name)
@@ -114,7 +115,7 @@ func TestEveryTouchOfTmpIsLookedAt(t *testing.T) {
 
 // A subako_http download into /volume/tmp touches it too.
 func TestHTTPDownloadIntoTmpIsLookedAt(t *testing.T) {
-	if _, ok := stampOf(t.TempDir()); !ok {
+	if !tmpvol.Recycles(t.TempDir()) {
 		t.Skip("no directory metadata to compare on this platform: nothing is reused")
 	}
 	t.Parallel()
@@ -133,14 +134,14 @@ func TestHTTPDownloadIntoTmpIsLookedAt(t *testing.T) {
 	probe := load(t, rt, makePackage(t, testguest.Go(t, guests+"httpprobe"), nil))
 	ops := load(t, rt, makePackage(t, testguest.Go(t, guests+"volops"), nil))
 	for _, out := range []string{"/volume/tmp/dl.txt", "/volume/tmp/missing/dl.txt"} {
-		rt.volumes.flush()
-		unlooked := rt.volumes.unlooked.Load()
+		rt.volumes.Flush()
+		unlooked := unlookedVolumes(rt)
 		res, doc := httpCall(t, probe, policy, nil, "", fmt.Sprintf(`{"url":"http://%s/","output":{"type":"file","path":%q}}`, host, out))
 		if (doc["ok"] != nil) != (out == "/volume/tmp/dl.txt") {
 			t.Fatalf("download to %s: %v", out, doc)
 		}
 		res.Release()
-		if rt.volumes.unlooked.Load() != unlooked {
+		if unlookedVolumes(rt) != unlooked {
 			t.Errorf("after a download to %s: /volume/tmp went back to the pool without a look", out)
 		}
 		expectFresh(t, rt, ops, "a download to "+out)

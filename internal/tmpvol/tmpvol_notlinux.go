@@ -1,6 +1,6 @@
 //go:build !linux
 
-package runtime
+package tmpvol
 
 // noAtime is 0 where O_NOATIME does not exist: there emptyDir's read may
 // change a recycled directory's access time (an earlier call touched it,

@@ -1,4 +1,4 @@
-package runtime
+package tmpvol
 
 import (
 	"crypto/rand"
@@ -18,7 +18,7 @@ import (
 	"github.com/subako/subako-runner/fsmount"
 )
 
-// tempVolumes owns the /volume/tmp directories of one Runtime's calls.
+// Pool owns the /volume/tmp directories of one Runtime's calls.
 //
 // Every runner of one user keeps its volumes under one directory, the root
 // (Config.TempDir, default <os.TempDir>/subako-runner-<uid>). Each Runtime
@@ -39,7 +39,7 @@ import (
 // it; one a call wrote in is removed after the call's Release, at the
 // latest when the Runtime closes, and after a crash when the next Runtime
 // of the same root starts.
-type tempVolumes struct {
+type Pool struct {
 	root     string
 	realRoot string // root with its symbolic links resolved, absolute
 	dir      string // this runtime's directory
@@ -65,24 +65,24 @@ type tempVolumes struct {
 	unlooked, looked atomic.Uint64
 }
 
-// tempVolumePool is how many empty directories wait ready for calls, and
+// Prepared is how many empty directories wait ready for calls, and
 // how many released ones may wait for removal before Release removes its
 // own directory itself.
-const tempVolumePool = 8
+const Prepared = 8
 
-// defaultTempRoot is <os.TempDir>/subako-runner-<uid>: one per user, so
+// DefaultRoot is <os.TempDir>/subako-runner-<uid>: one per user, so
 // that one user's runners never sweep (or see) another's.
-func defaultTempRoot() string {
+func DefaultRoot() string {
 	return filepath.Join(os.TempDir(), "subako-runner-"+strconv.Itoa(os.Getuid()))
 }
 
-// openTempVolumes makes (or checks) the root, takes this runtime's
+// Open makes (or checks) the root, takes this runtime's
 // directory in it, removes what dead runtimes left, and starts the
 // goroutine that prepares and removes directories.
-func openTempVolumes(root string, log *zap.Logger) (*tempVolumes, error) {
+func Open(root string, log *zap.Logger) (*Pool, error) {
 	explicit := root != ""
 	if !explicit {
-		root = defaultTempRoot()
+		root = DefaultRoot()
 	}
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return nil, fmt.Errorf("temp volumes: %w", err)
@@ -94,11 +94,11 @@ func openTempVolumes(root string, log *zap.Logger) (*tempVolumes, error) {
 			return nil, fmt.Errorf("temp volumes: %w", err)
 		}
 	}
-	v := &tempVolumes{
+	v := &Pool{
 		root:     root,
 		log:      log,
-		ready:    make(chan string, tempVolumePool),
-		used:     make(chan string, tempVolumePool*4),
+		ready:    make(chan string, Prepared),
+		used:     make(chan string, Prepared*4),
 		kick:     make(chan struct{}, 1),
 		flushReq: make(chan chan struct{}),
 		stamps:   map[string]dirStamp{},
@@ -172,7 +172,7 @@ func releaseTempLock(root, id string, lock *os.File) {
 // file can be locked or is missing (their owner was killed, or crashed),
 // and lock files left behind. Entries of live runtimes (their lock held)
 // and anything not named as the runner names them are left alone.
-func (v *tempVolumes) sweep(self string) {
+func (v *Pool) sweep(self string) {
 	if !canSweep {
 		return
 	}
@@ -196,7 +196,7 @@ func (v *tempVolumes) sweep(self string) {
 }
 
 // sweepOne removes a dead runtime's directory and lock files.
-func (v *tempVolumes) sweepOne(id string) {
+func (v *Pool) sweepOne(id string) {
 	// .lock.new before .lock: a starting runtime renames the one to the
 	// other, so one of the two is there (and locked) until it closes.
 	for _, lockName := range []string{id + ".lock.new", id + ".lock"} {
@@ -238,11 +238,11 @@ func validTempID(name string) bool {
 	return err == nil
 }
 
-// get returns a fresh, empty directory for one call.
-func (v *tempVolumes) get() (string, error) {
+// Get returns a fresh, empty directory for one call.
+func (v *Pool) Get() (string, error) {
 	select {
 	case d := <-v.ready:
-		if len(v.ready) < tempVolumePool/2 {
+		if len(v.ready) < Prepared/2 {
 			v.wake()
 		}
 		return d, nil
@@ -253,22 +253,22 @@ func (v *tempVolumes) get() (string, error) {
 }
 
 // wake asks the goroutine to refill the pool.
-func (v *tempVolumes) wake() {
+func (v *Pool) wake() {
 	select {
 	case v.kick <- struct{}{}:
 	default:
 	}
 }
 
-// owns reports whether dir is one of this runtime's volumes.
-func (v *tempVolumes) owns(dir string) bool { return filepath.Dir(dir) == v.dir }
+// Owns reports whether dir is one of this runtime's volumes.
+func (v *Pool) Owns(dir string) bool { return filepath.Dir(dir) == v.dir }
 
-// overlap refuses a caller's host directory (a call's /volume/data,
+// Overlap refuses a caller's host directory (a call's /volume/data,
 // /skills or /package) that holds the temp root or lies inside it: through
 // it a guest would reach other calls' /volume/tmp, or a volume would be
 // mounted twice. Both paths are compared with their symbolic links
 // resolved, so a link to /tmp is no way around it.
-func (v *tempVolumes) overlap(guest, host string) error {
+func (v *Pool) Overlap(guest, host string) error {
 	real, err := realPath(host)
 	if err != nil {
 		return nil // fsmount reports a directory it cannot open
@@ -295,17 +295,17 @@ func realPath(p string) (string, error) {
 	return filepath.Abs(real)
 }
 
-// put is release of a directory that may have been touched.
-func (v *tempVolumes) put(dir string, reuse bool) error { return v.release(dir, reuse, true) }
+// Put is Release of a directory that may have been touched.
+func (v *Pool) Put(dir string, reuse bool) error { return v.Release(dir, reuse, true) }
 
-// release takes a released directory back: into the pool when the call
+// Release takes a released directory back: into the pool when the call
 // never touched it (no system call: nothing reached it, so it is as it
 // was when last known fresh), or when it left no trace in it (a few
 // system calls here: waiting for a goroutine to do it would let the pool
 // run dry under load); else to the goroutine that removes it.
 //
 // reuse false forbids the pool: the instance may not be gone.
-func (v *tempVolumes) release(dir string, reuse, touched bool) error {
+func (v *Pool) Release(dir string, reuse, touched bool) error {
 	if !v.closed.Load() {
 		if reuse && !touched {
 			select {
@@ -332,7 +332,7 @@ func (v *tempVolumes) release(dir string, reuse, touched bool) error {
 }
 
 // create makes a new, empty directory.
-func (v *tempVolumes) create() (string, error) {
+func (v *Pool) create() (string, error) {
 	d := filepath.Join(v.dir, "t"+strconv.FormatUint(v.seq.Add(1), 36))
 	if err := os.Mkdir(d, 0o700); err != nil {
 		return "", err
@@ -342,7 +342,7 @@ func (v *tempVolumes) create() (string, error) {
 }
 
 // restamp records d's metadata as that of a fresh directory.
-func (v *tempVolumes) restamp(d string) {
+func (v *Pool) restamp(d string) {
 	if st, ok := stampOf(d); ok {
 		v.mu.Lock()
 		v.stamps[d] = st
@@ -359,7 +359,7 @@ func (v *tempVolumes) restamp(d string) {
 // times on anything in it changes its change time.) Anything else is
 // removed. The check is a stat, a read of the directory and a stat, much
 // cheaper than the rmdir and mkdir it saves.
-func (v *tempVolumes) recycle(d string) bool {
+func (v *Pool) recycle(d string) bool {
 	v.mu.Lock()
 	st, ok := v.stamps[d]
 	delete(v.stamps, d)
@@ -385,9 +385,9 @@ func untouched(d string, st dirStamp) bool {
 // run keeps the ready pool filled and removes released directories. New
 // ones are made only when the pool has fallen below half, and only up to
 // half, so that they do not crowd out directories that come back.
-func (v *tempVolumes) run() {
+func (v *Pool) run() {
 	defer close(v.done)
-	v.refill(tempVolumePool)
+	v.refill(Prepared)
 	for {
 		select {
 		case d := <-v.used:
@@ -400,14 +400,14 @@ func (v *tempVolumes) run() {
 			return
 		}
 		v.drain()
-		if len(v.ready) < tempVolumePool/2 {
-			v.refill(tempVolumePool / 2)
+		if len(v.ready) < Prepared/2 {
+			v.refill(Prepared / 2)
 		}
 	}
 }
 
 // refill makes directories until the ready pool holds n.
-func (v *tempVolumes) refill(n int) {
+func (v *Pool) refill(n int) {
 	for len(v.ready) < n {
 		d, err := v.create()
 		if err != nil {
@@ -424,7 +424,7 @@ func (v *tempVolumes) refill(n int) {
 }
 
 // drain removes every released directory waiting in used.
-func (v *tempVolumes) drain() {
+func (v *Pool) drain() {
 	for {
 		select {
 		case d := <-v.used:
@@ -435,7 +435,7 @@ func (v *tempVolumes) drain() {
 	}
 }
 
-func (v *tempVolumes) remove(dir string) {
+func (v *Pool) remove(dir string) {
 	v.mu.Lock()
 	delete(v.stamps, dir)
 	v.mu.Unlock()
@@ -444,9 +444,9 @@ func (v *tempVolumes) remove(dir string) {
 	}
 }
 
-// close removes this runtime's directory, with every volume in it, even
+// Close removes this runtime's directory, with every volume in it, even
 // those of results not released yet, and lets its lock go.
-func (v *tempVolumes) close() error {
+func (v *Pool) Close() error {
 	var err error
 	v.closeOnce.Do(func() {
 		v.closed.Store(true)
