@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/subako/subako-runner/internal/admission"
 	"github.com/subako/subako-runner/internal/tmpvol"
 	"io"
 	"io/fs"
@@ -205,7 +206,7 @@ func (p *Package) callOnce(ctx context.Context, req CallRequest, log *zap.Logger
 	if err := canceled(ctx, "call "+req.Tool); err != nil {
 		return nil, err
 	}
-	if p.rt.admit.isClosed() {
+	if p.rt.admit.IsClosed() {
 		return nil, closedError("call " + req.Tool)
 	}
 	if _, ok := p.tools.Lookup(req.Tool); !ok {
@@ -250,7 +251,7 @@ type callRun struct {
 	started time.Time
 	// exitWait is the time from closing stdin to the instance's end.
 	exitWait time.Duration
-	place    admitted
+	place    admission.Place
 	gone     chan struct{} // closed once the instance and its memory are gone
 }
 
@@ -277,7 +278,7 @@ func (c *callRun) awaitGone() bool {
 
 // end ends the instance's context once the driver is done with the run:
 // every driver of a callRun defers it.
-func (c *callRun) end() { c.place.end() }
+func (c *callRun) end() { c.place.End() }
 
 // finish closes stdin and waits for the exit, timing that wait.
 func (c *callRun) finish() *Crash {
@@ -296,7 +297,7 @@ func (c *callRun) finish() *Crash {
 // (admitError).
 func (p *Package) startCall(ctx context.Context, req CallRequest, tmp string, lim limits.Limits, discovery bool, log *zap.Logger) (*callRun, error) {
 	// The call's clocks start once it has its turn: waiting is not its time.
-	place, ictx, err := p.rt.admit.admit(ctx)
+	place, ictx, err := p.rt.admit.Admit(ctx)
 	if err != nil {
 		return nil, admitError(ctx, err)
 	}
@@ -312,8 +313,8 @@ func (p *Package) startCall(ctx context.Context, req CallRequest, tmp string, li
 	}
 	mounts, err := p.openMounts(layout, !discovery)
 	if err != nil {
-		place.done()
-		place.end()
+		place.Done()
+		place.End()
 		return nil, err
 	}
 	c.mounts = mounts
@@ -328,7 +329,7 @@ func (p *Package) startCall(ctx context.Context, req CallRequest, tmp string, li
 		deadline:      deadline,
 		wasi:          wasi.Config{Mounts: mounts, Budget: c.budget},
 		http:          c.http,
-		ended:         func() { place.done(); close(c.gone) },
+		ended:         func() { place.Done(); close(c.gone) },
 	}, log)
 	return c, nil
 }
@@ -382,7 +383,7 @@ func (p *Package) openMounts(layout fsmount.Layout, shared bool) (*fsmount.Set, 
 // stats reads the resources the run used; call it after the instance ended.
 func (c *callRun) stats() Stats {
 	st := instanceStats(c.started, c.s.memory, c.budget, c.http, c.s.fuel)
-	st.ExitWait, st.QueueWait, st.Queued = c.exitWait, c.place.wait, c.place.queued
+	st.ExitWait, st.QueueWait, st.Queued = c.exitWait, c.place.Wait, c.place.Queued
 	st.ExitWaitMs = float64(st.ExitWait.Microseconds()) / 1000
 	st.QueueWaitMs = float64(st.QueueWait.Microseconds()) / 1000
 	return st
@@ -464,7 +465,7 @@ func (p *Package) call(ctx context.Context, tool string, args json.RawMessage, r
 		// instance did last says nothing about the module.
 		return interruptedError("call "+tool, err)
 	}
-	if crash != nil && p.rt.admit.isClosed() {
+	if crash != nil && p.rt.admit.IsClosed() {
 		// Close gave up waiting for the instance (its context ended) and
 		// the engine's close cut it off: the host's shutdown, not a crash.
 		return closedError("call " + tool)

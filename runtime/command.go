@@ -60,7 +60,7 @@ type CommandResult struct {
 // command waits for its turn among Config.MaxInstances as calls do; after
 // Runtime.Close the error is ErrClosed.
 func (rt *Runtime) RunCommand(ctx context.Context, path string, cmd Command) (*CommandResult, error) {
-	if rt.admit.isClosed() {
+	if rt.admit.IsClosed() {
 		return nil, closedError("run " + path)
 	}
 	lim, err := rt.limitsFor(cmd.Limits)
@@ -90,15 +90,15 @@ func (rt *Runtime) RunCommand(ctx context.Context, path string, cmd Command) (*C
 	}
 	// A command is an instance like a call's: it takes its turn among
 	// Config.MaxInstances, and its clock starts when it has it.
-	place, actx, err := rt.admit.admit(ctx)
+	place, actx, err := rt.admit.Admit(ctx)
 	if err != nil {
 		if errors.Is(err, ErrClosed) {
 			return nil, closedError("run " + path)
 		}
 		return nil, fmt.Errorf("run %s: %w", path, admitError(ctx, err))
 	}
-	defer place.end()
-	defer place.done() // runs after the instance and its memory are gone
+	defer place.End()
+	defer place.Done() // runs after the instance and its memory are gone
 	mounts, err := fsmount.Open(cmd.Mounts)
 	if err != nil {
 		return nil, err
@@ -147,13 +147,13 @@ func (rt *Runtime) RunCommand(ctx context.Context, path string, cmd Command) (*C
 		}
 		return nil, canceled(parent, "run "+path)
 	}
-	if err != nil && rt.admit.isClosed() {
+	if err != nil && rt.admit.IsClosed() {
 		return nil, closedError("run " + path) // the engine's close cut it off
 	}
 
 	res := &CommandResult{Stats: instanceStats(started, memory, budget, httpCall, meter)}
-	res.Stats.QueueWait, res.Stats.Queued = place.wait, place.queued
-	res.Stats.QueueWaitMs = float64(place.wait.Microseconds()) / 1000
+	res.Stats.QueueWait, res.Stats.Queued = place.Wait, place.Queued
+	res.Stats.QueueWaitMs = float64(place.Wait.Microseconds()) / 1000
 	var exit *sys.ExitError
 	if res.Crash = endCrash(err, context.Cause(ctx), meter, memory, lim, time.Since(started)); res.Crash == nil && errors.As(err, &exit) {
 		res.ExitCode = exit.ExitCode()

@@ -137,7 +137,7 @@ func (rt *Runtime) Discover(ctx context.Context, c *Checked, path string) (*Pack
 	if err := canceled(ctx, "discover "+path); err != nil {
 		return nil, err
 	}
-	if rt.admit.isClosed() {
+	if rt.admit.IsClosed() {
 		return nil, closedError("discover " + path)
 	}
 	defer rt.progress(StepDiscover, 0)()
@@ -164,7 +164,7 @@ func (rt *Runtime) Discover(ctx context.Context, c *Checked, path string) (*Pack
 	if err := s.interrupted(); err != nil {
 		return nil, interruptedError("discover "+path, err)
 	}
-	if crash != nil && rt.admit.isClosed() {
+	if crash != nil && rt.admit.IsClosed() {
 		return nil, closedError("discover " + path) // the engine's close cut it off: no verdict
 	}
 	if crash == nil && rej == nil {

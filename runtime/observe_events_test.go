@@ -119,11 +119,11 @@ func TestCancelBeforeTheInstanceStartsNamesTheCall(t *testing.T) {
 	}
 	t.Cleanup(func() { rt.Close(context.Background()) })
 	pkg := load(t, rt, "../testdata/packages/cgreet")
-	held, _, err := rt.admit.admit(context.Background())
+	held, _, err := rt.admit.Admit(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer held.done()
+	defer held.Done()
 
 	cause := errors.New("the agent went away")
 	queued, cancel := context.WithCancelCause(context.Background())

@@ -52,7 +52,7 @@ func (p *Package) Probe(ctx context.Context, pr Probe, req CallRequest) (*ProbeR
 	if err := canceled(ctx, "probe"); err != nil {
 		return nil, err
 	}
-	if p.rt.admit.isClosed() {
+	if p.rt.admit.IsClosed() {
 		return nil, closedError("probe")
 	}
 	lim, err := p.rt.limitsFor(req.Limits)

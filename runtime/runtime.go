@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/subako/subako-runner/internal/admission"
 	"github.com/subako/subako-runner/internal/tmpvol"
 	goruntime "runtime"
 	"sync"
@@ -121,7 +122,7 @@ type Runtime struct {
 	// endGrace overrides the package's endGrace; tests shorten it.
 	endGrace time.Duration
 	volumes  *tmpvol.Pool
-	admit    *admission
+	admit    *admission.Gate
 	memPool  *linmem.Pool
 	// modConfig is every instance's module configuration, made once: no
 	// name, no start functions (runInstance calls _start), and a random
@@ -159,7 +160,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		maxInstances = goruntime.NumCPU()
 	}
 	rt := &Runtime{log: log, limits: lim, client: protocol.ClientInfo{Name: "subako", Version: Version}, observer: cfg.Observer,
-		admit:      newAdmission(maxInstances),
+		admit:      admission.New(maxInstances, ErrClosed),
 		memPool:    linmem.NewPool(2),
 		modConfig:  wazero.NewModuleConfig().WithName("").WithStartFunctions().WithRandSource(rand.Reader),
 		meterings:  newMeteringRecords(cfg.CompilationCacheDir),
@@ -210,7 +211,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 func (rt *Runtime) Close(ctx context.Context) error {
 	// From here every entry point returns ErrClosed, and the instances
 	// running are stopped through their contexts (admission.close).
-	instances := rt.admit.close()
+	instances := rt.admit.Close()
 	idle := make(chan struct{})
 	go func() {
 		rt.compiling.Wait()
@@ -304,7 +305,7 @@ func (rt *Runtime) Validate(ctx context.Context, path string) (*Checked, error) 
 	if err := canceled(ctx, "validate "+path); err != nil {
 		return nil, err
 	}
-	if rt.admit.isClosed() {
+	if rt.admit.IsClosed() {
 		return nil, closedError("validate " + path)
 	}
 	src, err := ReadSource(path, rt.limits.ModuleSize)
