@@ -16,6 +16,9 @@ func (rw *rewriter) code(sizeHint int) ([]byte, error) {
 	c := make([]byte, 0, sizeHint+sizeHint/2+16)
 	c = wasmbin.AppendU32(c, uint32(len(m.Codes)))
 	fr := &funcRewriter{rw: rw}
+	if err := rw.scanAll(); err != nil {
+		return nil, err
+	}
 	var extra []wasmbin.ValType
 	for i := range m.Codes {
 		code := &m.Codes[i]
@@ -27,28 +30,26 @@ func (rw *rewriter) code(sizeHint int) ([]byte, error) {
 		for _, l := range code.Locals {
 			nLocals += uint64(l.Count)
 		}
-		if nLocals >= 1<<32-2 {
+		if nLocals >= 1<<32-8 {
 			return nil, fmt.Errorf("fuel: function %d has too many locals to add the meter's", int(rw.nImpFuncs)+i)
 		}
-		hasLoop, hasCall, err := rw.scan(code)
-		if err != nil {
-			return nil, fmt.Errorf("fuel: function %d: %w", int(rw.nImpFuncs)+i, err)
-		}
+		hasLoop, hasCall := rw.shapes[i]&hasLoopBit != 0, rw.shapes[i]&hasCallBit != 0
 		fr.local, fr.checkEntry, fr.usedTemp = hasLoop, hasCall, false
-		fr.nLocals, fr.fuelLocal, fr.temp = uint32(nLocals), uint32(nLocals), uint32(nLocals)
+		fr.nLocals, fr.fuelLocal, fr.tickLocal, fr.temp = uint32(nLocals), uint32(nLocals), uint32(nLocals)+1, uint32(nLocals)
 		if fr.local {
-			fr.temp++
+			fr.temp += 2
 		}
 		fr.refLocals = fr.refLocals[:0]
 		expr, err := fr.body(code)
 		if err != nil {
 			return nil, fmt.Errorf("fuel: function %d: %w", int(rw.nImpFuncs)+i, err)
 		}
-		// The locals: copied verbatim, plus the i64 counter cache and the
-		// two i32 temporaries of size-charged instructions when used.
+		// The locals: copied verbatim, plus the i64 counter and tick
+		// caches and the two i32 temporaries of size-charged instructions
+		// when used.
 		extra = extra[:0]
 		if fr.local {
-			extra = append(extra, wasmbin.I64)
+			extra = append(extra, wasmbin.I64, wasmbin.I64)
 		}
 		if fr.usedTemp {
 			extra = append(extra, wasmbin.I32, wasmbin.I32)
@@ -73,6 +74,52 @@ func (rw *rewriter) code(sizeHint int) ([]byte, error) {
 		c = append(c, expr...)
 	}
 	return c, nil
+}
+
+// Function shapes, from scan.
+const (
+	hasLoopBit = 1 << iota
+	hasCallBit
+)
+
+// scanAll scans every function before any is rewritten: a call site's
+// tick charge needs to know whether its callee checks on entry, and how
+// much the callee may run if it does not (see unchecked).
+func (rw *rewriter) scanAll() error {
+	m := rw.m
+	rw.shapes = make([]uint8, len(m.Codes))
+	rw.maxUnchecked = 0
+	for i := range m.Codes {
+		hasLoop, hasCall, err := rw.scan(&m.Codes[i])
+		if err != nil {
+			return fmt.Errorf("fuel: function %d: %w", int(rw.nImpFuncs)+i, err)
+		}
+		if hasLoop {
+			rw.shapes[i] |= hasLoopBit
+		}
+		if hasCall {
+			rw.shapes[i] |= hasCallBit
+		}
+		rw.maxUnchecked = max(rw.maxUnchecked, rw.unchecked(uint32(i)+rw.nImpFuncs))
+	}
+	return nil
+}
+
+// unchecked bounds what a call of function f (an input index) runs
+// before the callee reaches a check of its own: nothing for a function
+// that checks on entry (it makes calls) or an import (a host function,
+// back in Go); for any other, its body's size in bytes, at least one
+// byte an instruction and one unit each (its loops check on their own,
+// so this bounds the code outside them as well).
+func (rw *rewriter) unchecked(f uint32) int64 {
+	if f < rw.nImpFuncs {
+		return 0
+	}
+	i := f - rw.nImpFuncs
+	if uint64(i) >= uint64(len(rw.shapes)) || rw.shapes[i]&hasCallBit != 0 {
+		return 0
+	}
+	return int64(len(rw.m.Codes[i].Expr))
 }
 
 // scan finds whether a function has loops and calls. Between two checks of
@@ -131,6 +178,7 @@ type funcRewriter struct {
 	local     bool
 	nLocals   uint32 // the function's own parameters and locals
 	fuelLocal uint32
+	tickLocal uint32 // the tick's cache, fuelLocal+1, when local
 	temp      uint32 // index of the first i32 temporary; the second is temp+1
 	usedTemp  bool
 	// refLocals are the types of the reference temporaries table.grow
@@ -148,6 +196,26 @@ type funcRewriter struct {
 	segCheck, checkEntry bool
 	// segCall: the current segment makes a call.
 	segCall bool
+
+	// The tick's regions (see region): all of this function's, the open
+	// ones innermost last, and the one the pending check charges.
+	regions     []region
+	open        []int
+	checkRegion int
+}
+
+// region is the code one check pays for in the tick: the instructions
+// of the loop (or, for a function's entry check, the function) whose
+// header the check is at, outside the nested loops that check on their
+// own, plus what the calls made from it run before their callees check.
+// Between two passes of a check, no more than its region runs, so the
+// tick, charged a region's cost at every check, bounds what the guest ran
+// whatever the fuel counter says.
+type region struct {
+	owner int   // len(ctrl) when the region's frame is open; 0: the function
+	cost  int64 // the region's cost so far
+	patch int   // where its cost goes in out (-1: check not emitted yet)
+	done  bool  // closed: cost is final
 }
 
 // frame is an open block. An end is a join point, where a new segment
@@ -202,12 +270,21 @@ func (fr *funcRewriter) body(code *wasmbin.Code) ([]byte, error) {
 	fr.ctrl = fr.ctrl[:0]
 	fr.wroteBack = -1
 	fr.segCheck, fr.segCall = fr.checkEntry, false
+	fr.regions, fr.open, fr.checkRegion = fr.regions[:0], fr.open[:0], -1
+	if fr.checkEntry {
+		fr.checkRegion = fr.openRegion(0)
+	}
 	if fr.local {
 		fr.out = fr.reload(fr.out)
+		fr.out = append(fr.out, 0x23) // global.get T; local.set tick
+		fr.out = wasmbin.AppendU32(fr.out, fr.rw.tick)
+		fr.out = append(fr.out, 0x21)
+		fr.out = wasmbin.AppendU32(fr.out, fr.tickLocal)
 	}
 	dead := false
 	in := &fr.in
 	for {
+		fr.closeRegions(len(fr.ctrl))
 		if err := fr.w.Next(in); err != nil {
 			if errors.Is(err, io.EOF) {
 				break
@@ -255,7 +332,7 @@ func (fr *funcRewriter) body(code *wasmbin.Code) ([]byte, error) {
 			continue
 		}
 		if final || !free(in.Op) {
-			fr.cost++ // a function's final end is its return
+			fr.spend(1) // a function's final end is its return
 		}
 		switch in.Op {
 		case wasmbin.OpEnd, wasmbin.OpDelegate:
@@ -282,12 +359,18 @@ func (fr *funcRewriter) body(code *wasmbin.Code) ([]byte, error) {
 			// got an if/else of their own, and wazero's compile time,
 			// quadratic in a function's blocks, went from 6.6 s to 105 s
 			// for 20,000 of them.
+			// The moved check keeps its region, which then spans this
+			// loop too: it is passed on every way round either.
 			fr.copy(expr)
-			if fr.segCheck && len(fr.splits) == 0 && !fr.segCall {
+			moved := fr.segCheck && len(fr.splits) == 0 && !fr.segCall
+			if moved {
 				fr.segCheck = false
 			}
 			fr.flush()
 			fr.segCheck = true
+			if !moved {
+				fr.checkRegion = fr.openRegion(len(fr.ctrl))
+			}
 		case wasmbin.OpIf:
 			// The then arm runs only if the condition says so.
 			fr.copy(expr)
@@ -317,20 +400,29 @@ func (fr *funcRewriter) body(code *wasmbin.Code) ([]byte, error) {
 			dead, fr.deadDepth = true, len(fr.ctrl)
 		case wasmbin.OpReturnCall:
 			if in.Index < fr.rw.nImpFuncs {
-				fr.cost += ImportCallCost
+				fr.spend(ImportCallCost)
 			}
+			fr.regionAdd(fr.rw.unchecked(in.Index))
 			fr.writeback()
 			fr.copy(expr)
 			dead, fr.deadDepth = true, len(fr.ctrl)
 		case wasmbin.OpReturn, wasmbin.OpUnreachable,
 			wasmbin.OpReturnCallIndirect, wasmbin.OpReturnCallRef,
 			wasmbin.OpThrow, wasmbin.OpRethrow, wasmbin.OpThrowRef:
+			if in.Op == wasmbin.OpReturnCallIndirect || in.Op == wasmbin.OpReturnCallRef {
+				fr.regionAdd(fr.rw.maxUnchecked)
+			}
 			fr.writeback()
 			fr.copy(expr)
 			dead, fr.deadDepth = true, len(fr.ctrl)
 		case wasmbin.OpCall, wasmbin.OpCallIndirect, wasmbin.OpCallRef:
-			if in.Op == wasmbin.OpCall && in.Index < fr.rw.nImpFuncs {
-				fr.cost += ImportCallCost
+			if in.Op == wasmbin.OpCall {
+				if in.Index < fr.rw.nImpFuncs {
+					fr.spend(ImportCallCost)
+				}
+				fr.regionAdd(fr.rw.unchecked(in.Index))
+			} else {
+				fr.regionAdd(fr.rw.maxUnchecked)
 			}
 			fr.segCall = true
 			// The callee charges the global.
@@ -352,7 +444,69 @@ func (fr *funcRewriter) body(code *wasmbin.Code) ([]byte, error) {
 		}
 	}
 	// The final end flushed the last segment.
+	fr.closeRegions(-1)
 	return fr.out, nil
+}
+
+// spend adds n to the cost of the current segment and of the region.
+func (fr *funcRewriter) spend(n int64) {
+	fr.cost += n
+	fr.regionAdd(n)
+}
+
+// regionAdd adds n to the innermost open region's cost. Code outside
+// every region (a function that makes no calls, outside its loops) runs
+// at most once a call, and its caller's region paid for it.
+func (fr *funcRewriter) regionAdd(n int64) {
+	if len(fr.open) > 0 {
+		fr.regions[fr.open[len(fr.open)-1]].cost += n
+	}
+}
+
+// openRegion opens a region that the end of the frame at depth owner
+// closes (0: the function's final end).
+func (fr *funcRewriter) openRegion(owner int) int {
+	fr.regions = append(fr.regions, region{owner: owner, patch: -1})
+	fr.open = append(fr.open, len(fr.regions)-1)
+	return len(fr.regions) - 1
+}
+
+// closeRegions closes the open regions whose frame has ended (depth is
+// the number of frames still open; -1 closes all), writing each one's
+// cost where its check was emitted.
+func (fr *funcRewriter) closeRegions(depth int) {
+	for len(fr.open) > 0 {
+		r := &fr.regions[fr.open[len(fr.open)-1]]
+		if depth >= 0 && r.owner <= depth {
+			return
+		}
+		fr.open = fr.open[:len(fr.open)-1]
+		r.done = true
+		if r.patch >= 0 {
+			putRegionCost(fr.out[r.patch:r.patch+regionCostLen], r.cost)
+		}
+	}
+}
+
+// regionCostLen is the width of a region's cost in the code: an i64.const
+// written before the region's end is known, in a fixed-width LEB128 that
+// closeRegions overwrites.
+const regionCostLen = 5
+
+// maxRegionCost caps a region's charge to what five LEB128 bytes hold as
+// a positive signed value. A region that costs more refuels at every pass
+// of its check, which the tick's grants (at most maxSlice<<tickShift)
+// would make it do anyway.
+const maxRegionCost = 1<<34 - 1
+
+// putRegionCost writes cost (at least 1: every pass costs something,
+// so the tick always moves) into b as a padded signed LEB128.
+func putRegionCost(b []byte, cost int64) {
+	cost = min(max(cost, 1), maxRegionCost)
+	for i := range regionCostLen - 1 {
+		b[i] = byte(cost>>(7*i))&0x7f | 0x80
+	}
+	b[regionCostLen-1] = byte(cost >> (7 * (regionCostLen - 1)))
 }
 
 // free reports whether an instruction costs nothing: block, loop, nop and
@@ -441,33 +595,98 @@ func (fr *funcRewriter) store(b []byte) []byte {
 	return wasmbin.AppendU32(b, fr.rw.counter)
 }
 
-// settle appends, after the new counter value pushed on the stack, its
-// store and the overdraft check: if the counter went negative, or the host
-// set the stop flag S (negative too, so one OR tests both), hand the
-// counter to refuel and store what comes back.
+// The tick: the deadline's second line. A second counter, kept where the
+// fuel counter is (the local tick in functions with loops, the global T
+// otherwise), that every check ORs in with the fuel counter: "counter |
+// tick >= 0", else refuel. It is charged its region's static cost at
+// every check (an upper bound of what runs until the check is passed
+// again, see region) and the dynamic costs of bulk instructions and
+// growths, and set by the guest to the fuel counter's grant shifted left
+// by tickShift after every refuel. A guest whose fuel counter was fooled
+// (written, or charged too little) still returns to Go, where the host
+// checks its context, within a tick's grant: no goroutine of the host
+// has to run to stop it, which matters because none can while a guest
+// spinning in compiled code holds up a stop-the-world.
 //
-//	<set>; <get>; global.get S; i64.or; i64.const 0; i64.ge_s; if; else; <get>; call refuel; <set>; end
+// The guest writes the tick back to T only at function entries (below),
+// never around calls: a loop's iterations charge its own activation's
+// tick, and an endless chain of calls charges T at their entries.
+const tickShift = 4
+
+// check appends the overdraft check: if the fuel counter or the tick is
+// negative, hand the counter to refuel, store what comes back, and set
+// the tick from it.
+//
+//	<get>; <get tick>; i64.or; i64.const 0; i64.ge_s; if; else;
+//	<get>; call refuel; <set>; <get>; i64.const tickShift; i64.shl;
+//	<set tick>; end
 //
 // The empty then arm is deliberate: wazero lays the then arm out as the
 // fall-through, so the common case runs straight on and the refuel call is
 // out of line. Measured on the C benchmark, this shape cost half of what
 // "i64.lt_s; if; refuel; end" did.
-func (fr *funcRewriter) settle(b []byte) []byte {
-	return fr.check(fr.store(b))
-}
-
-// check appends the overdraft check alone (the second half of settle).
 func (fr *funcRewriter) check(b []byte) []byte {
 	b = fr.getCounter(b)
-	b = append(b, 0x23)
-	b = wasmbin.AppendU32(b, fr.rw.stop)
+	b = fr.getTick(b)
 	b = append(b, 0x84)                               // i64.or
 	b = append(b, 0x42, 0x00, 0x59, 0x04, 0x40, 0x05) // i64.const 0; i64.ge_s; if; else
 	b = fr.getCounter(b)
 	b = append(b, 0x10)
 	b = wasmbin.AppendU32(b, fr.rw.refuel)
 	b = fr.store(b)
+	b = fr.getCounter(b)
+	b = append(b, 0x42, tickShift, 0x86) // i64.const tickShift; i64.shl
+	b = fr.setTick(b)
 	return append(b, 0x0b)
+}
+
+// getTick and setTick address the tick where it lives: the local or T.
+func (fr *funcRewriter) getTick(b []byte) []byte {
+	if fr.local {
+		b = append(b, 0x20)
+		return wasmbin.AppendU32(b, fr.tickLocal)
+	}
+	b = append(b, 0x23)
+	return wasmbin.AppendU32(b, fr.rw.tick)
+}
+
+func (fr *funcRewriter) setTick(b []byte) []byte {
+	if fr.local {
+		b = append(b, 0x21)
+		return wasmbin.AppendU32(b, fr.tickLocal)
+	}
+	b = append(b, 0x24)
+	return wasmbin.AppendU32(b, fr.rw.tick)
+}
+
+// chargeRegion appends the tick's charge for the pending check's region:
+//
+//	<get tick>; i64.const cost; i64.sub; <set tick>
+//
+// with the cost's bytes written when the region closes, if it is still
+// open. At a function's own entry region in a function that caches the
+// tick, the charged tick is also written back to T (local.get tick;
+// global.set T), so that endless calls of such functions run T down.
+func (fr *funcRewriter) chargeRegion(b []byte) []byte {
+	b = fr.getTick(b)
+	b = append(b, 0x42)
+	pos := len(b)
+	b = append(b, make([]byte, regionCostLen)...)
+	r := &fr.regions[fr.checkRegion]
+	if r.done {
+		putRegionCost(b[pos:], r.cost)
+	} else {
+		r.patch = pos
+	}
+	b = append(b, 0x7d) // i64.sub
+	b = fr.setTick(b)
+	if fr.local && r.owner == 0 {
+		b = append(b, 0x20)
+		b = wasmbin.AppendU32(b, fr.tickLocal)
+		b = append(b, 0x24)
+		b = wasmbin.AppendU32(b, fr.rw.tick)
+	}
+	return b
 }
 
 // mergeMax bounds the code a conditional skips that is still charged with
@@ -496,7 +715,7 @@ type splitPoint struct {
 // checked if the segment starts at a loop header or a calling function's
 // entry.
 //
-//	<get>; i64.const cost; i64.sub; settle (checked) or <set>
+//	<get>; i64.const cost; i64.sub; <set>; [chargeRegion; check] (checked)
 func (fr *funcRewriter) flush() {
 	start, cost := 0, int64(0) // the open group: seg[start:], charged cost
 	for i, sp := range fr.splits {
@@ -524,19 +743,16 @@ func (fr *funcRewriter) flush() {
 // function's entry may start with instructions that cost nothing (see
 // free), and the check must not move off the path every iteration takes.
 func (fr *funcRewriter) charge(cost int64) {
-	if cost == 0 && fr.segCheck {
-		fr.out = fr.check(fr.out)
-	}
 	if cost > 0 {
 		fr.out = fr.getCounter(fr.out)
 		fr.out = append(fr.out, 0x42)
 		fr.out = wasmbin.AppendS64(fr.out, cost)
 		fr.out = append(fr.out, 0x7d)
-		if fr.segCheck {
-			fr.out = fr.settle(fr.out)
-		} else {
-			fr.out = fr.store(fr.out)
-		}
+		fr.out = fr.store(fr.out)
+	}
+	if fr.segCheck {
+		fr.out = fr.chargeRegion(fr.out)
+		fr.out = fr.check(fr.out)
 	}
 	fr.segCheck = false
 }
@@ -599,21 +815,38 @@ func (fr *funcRewriter) refLocal(t wasmbin.ValType) uint32 {
 // what it asked for, and a huge size cannot buy a huge refill slice.
 //
 //	local.tee t; <op>; <get>; local.get t; i64.extend_i32_u;
-//	[i64.const shift; i64.shr_u]; i64.sub; settle
+//	[i64.const shift; i64.shr_u]; i64.sub; <set>; the same on the tick; check
 func (fr *funcRewriter) done(shift int, op func()) {
 	fr.usedTemp = true
 	fr.seg = append(fr.seg, 0x22)
 	fr.seg = wasmbin.AppendU32(fr.seg, fr.temp)
 	op()
-	b := fr.getCounter(fr.seg)
-	b = append(b, 0x20)
-	b = wasmbin.AppendU32(b, fr.temp)
-	b = append(b, 0xad) // i64.extend_i32_u
-	if shift != 0 {
-		b = append(b, 0x42, byte(shift), 0x88) // i64.const shift; i64.shr_u
-	}
+	fr.seg = fr.chargeBoth(fr.seg, func(b []byte) []byte {
+		b = append(b, 0x20)
+		b = wasmbin.AppendU32(b, fr.temp)
+		b = append(b, 0xad) // i64.extend_i32_u
+		if shift != 0 {
+			b = append(b, 0x42, byte(shift), 0x88) // i64.const shift; i64.shr_u
+		}
+		return b
+	})
+}
+
+// chargeBoth appends a dynamic charge, the i64 amount pushes, to the fuel
+// counter and the tick, then the check:
+//
+//	<get>; <amount>; i64.sub; <set>; <get tick>; <amount>; i64.sub;
+//	<set tick>; check
+func (fr *funcRewriter) chargeBoth(b []byte, amount func([]byte) []byte) []byte {
+	b = fr.getCounter(b)
+	b = amount(b)
 	b = append(b, 0x7d) // i64.sub
-	fr.seg = fr.settle(b)
+	b = fr.store(b)
+	b = fr.getTick(b)
+	b = amount(b)
+	b = append(b, 0x7d)
+	b = fr.setTick(b)
+	return fr.check(b)
 }
 
 // grown appends a growth (memory.grow, or table.grow behind the host's
@@ -624,7 +857,8 @@ func (fr *funcRewriter) done(shift int, op func()) {
 //
 //	local.tee t; <op>; local.set t2; <get>; local.get t; i32.const 0;
 //	local.get t2; i32.const -1; i32.ne; select; i64.extend_i32_u;
-//	[i64.const shift; i64.shl]; i64.sub; settle; local.get t2
+//	[i64.const shift; i64.shl]; i64.sub; <set>; the same on the tick;
+//	check; local.get t2
 func (fr *funcRewriter) grown(shift int, op func()) {
 	fr.usedTemp = true
 	fr.seg = append(fr.seg, 0x22)
@@ -632,17 +866,17 @@ func (fr *funcRewriter) grown(shift int, op func()) {
 	op()
 	b := append(fr.seg, 0x21) // local.set t2
 	b = wasmbin.AppendU32(b, fr.temp+1)
-	b = fr.getCounter(b)
-	b = append(b, 0x20)
-	b = wasmbin.AppendU32(b, fr.temp)
-	b = append(b, 0x41, 0x00, 0x20) // i32.const 0; local.get t2
-	b = wasmbin.AppendU32(b, fr.temp+1)
-	b = append(b, 0x41, 0x7f, 0x47, 0x1b, 0xad) // i32.const -1; i32.ne; select; i64.extend_i32_u
-	if shift != 0 {
-		b = append(b, 0x42, byte(shift), 0x86) // i64.const shift; i64.shl
-	}
-	b = append(b, 0x7d) // i64.sub
-	b = fr.settle(b)
+	b = fr.chargeBoth(b, func(b []byte) []byte {
+		b = append(b, 0x20)
+		b = wasmbin.AppendU32(b, fr.temp)
+		b = append(b, 0x41, 0x00, 0x20) // i32.const 0; local.get t2
+		b = wasmbin.AppendU32(b, fr.temp+1)
+		b = append(b, 0x41, 0x7f, 0x47, 0x1b, 0xad) // i32.const -1; i32.ne; select; i64.extend_i32_u
+		if shift != 0 {
+			b = append(b, 0x42, byte(shift), 0x86) // i64.const shift; i64.shl
+		}
+		return b
+	})
 	b = append(b, 0x20)
 	fr.seg = wasmbin.AppendU32(b, fr.temp+1)
 }

@@ -23,13 +23,13 @@ const (
 	// left in the current slice (it starts at 0, so the first charge
 	// refuels).
 	CounterExport = "subako_fuel_counter"
-	// StopExport names the exported mutable i64 global the host sets
-	// negative (StopValue) when the instance's context ends. Every check
-	// of the counter ORs it in, so a guest whose fuel accounting was
-	// fooled still enters refuel, where the host ends it: the deadline's
-	// second line, owned by the host (no instruction of the module as
-	// uploaded can name it; see checkIndices).
-	StopExport = "subako_fuel_stop"
+	// TickExport names the exported mutable i64 global holding the tick,
+	// the deadline's second line (see check in code.go): a second
+	// counter, charged by the code's structure rather than its cost model
+	// and never trusted to the fuel counter's arithmetic, whose running
+	// out also sends the guest to refuel. No instruction of the module as
+	// uploaded can name it (see checkIndices); the host only reads it.
+	TickExport = "subako_fuel_tick"
 	// GrowTableName names the second injected import, of type
 	// (i32 table, i32 size, i32 delta) -> i32, added only to modules that
 	// use table.grow: every table.grow asks it first and, when it returns
@@ -71,7 +71,7 @@ var (
 	// ErrIndex: an instruction names a local, global or type past the
 	// module's own. Such a module is invalid as uploaded, and the rewrite,
 	// which appends a local, globals and types, must not make it valid by
-	// giving that index a meaning (the meter's own counter or stop flag).
+	// giving that index a meaning (the meter's own counter or tick).
 	ErrIndex = errors.New("fuel: index out of range")
 )
 
@@ -109,7 +109,7 @@ func Instrument(wasm []byte) ([]byte, error) {
 		}
 	}
 	for _, e := range m.Exports {
-		if e.Name == CounterExport || e.Name == StopExport {
+		if e.Name == CounterExport || e.Name == TickExport {
 			return nil, ErrInstrumented
 		}
 	}
@@ -127,7 +127,7 @@ func Instrument(wasm []byte) ([]byte, error) {
 	rw := &rewriter{m: m, nImpFuncs: uint32(m.NumImported(wasmbin.KindFunc)), added: 1}
 	rw.refuel = rw.nImpFuncs
 	rw.counter = uint32(m.NumImported(wasmbin.KindGlobal) + len(m.Globals))
-	rw.stop = rw.counter + 1
+	rw.tick = rw.counter + 1
 	rw.nTypes = uint32(len(m.Types))
 	rw.refuelType = rw.typeIndex(importType(ImportName))
 	if c, ok := joinData(m); ok {
@@ -207,7 +207,7 @@ type rewriter struct {
 	refuel        uint32 // function index of the import
 	growTable     uint32 // function index of grow_table, when added
 	counter       uint32 // global index of the counter; the module's own globals are those below it
-	stop          uint32 // global index of the stop flag (counter+1)
+	tick          uint32 // global index of the tick (counter+1)
 	nTypes        uint32 // the module's own types; the rewriter's come after
 	refuelType    uint32
 	growTableType uint32
@@ -219,6 +219,11 @@ type rewriter struct {
 	data   []byte
 	scanW  wasmbin.Walker
 	scanIn wasmbin.Instr
+	// shapes holds each defined function's hasLoopBit and hasCallBit;
+	// maxUnchecked is the most any call_indirect or call_ref may run
+	// before its callee checks (see unchecked).
+	shapes       []uint8
+	maxUnchecked int64
 }
 
 // fn maps a function index of the input to the output: the imports are
@@ -322,7 +327,7 @@ func (rw *rewriter) content(id wasmbin.SectionID, old []byte) []byte {
 			c = wasmbin.AppendGlobalType(c, g.Type)
 			c = rw.constExpr(c, g.Init.Bytes)
 		}
-		for range 2 { // the counter and the stop flag
+		for range 2 { // the counter and the tick
 			c = wasmbin.AppendGlobalType(c, wasmbin.GlobalType{Type: wasmbin.I64, Mutable: true})
 			c = append(c, 0x42, 0x00, 0x0b) // i64.const 0 end
 		}
@@ -335,7 +340,7 @@ func (rw *rewriter) content(id wasmbin.SectionID, old []byte) []byte {
 			c = wasmbin.AppendExport(c, e)
 		}
 		c = wasmbin.AppendExport(c, wasmbin.Export{Name: CounterExport, Kind: wasmbin.KindGlobal, Index: rw.counter})
-		c = wasmbin.AppendExport(c, wasmbin.Export{Name: StopExport, Kind: wasmbin.KindGlobal, Index: rw.stop})
+		c = wasmbin.AppendExport(c, wasmbin.Export{Name: TickExport, Kind: wasmbin.KindGlobal, Index: rw.tick})
 	}
 	return c
 }

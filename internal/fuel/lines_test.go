@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"math"
+	"runtime"
+	"slices"
 	"testing"
 	"time"
 
@@ -61,12 +63,12 @@ func TestInstrumentRefusesIndicesPastTheModule(t *testing.T) {
 	}
 }
 
-// fooledMeter returns the metered form of a guest that refills its own
-// counter at every iteration of an endless loop, as a module could when
-// it named the counter local (what TestInstrumentRefusesIndicesPastTheModule
+// fooled returns the metered form of a guest that refills one of the
+// meter's own locals at every iteration of an endless loop, as a module
+// could when it named that local (what TestInstrumentRefusesIndicesPastTheModule
 // now refuses): the guest's own "local.set 0" of i64 max is moved by hand
-// onto the counter, local 1. The first line (fuel) then never sees it.
-func fooledMeter(t *testing.T) []byte {
+// onto local 1 (the fuel counter) or local 2 (the tick).
+func fooled(t *testing.T, local byte) []byte {
 	t.Helper()
 	body := cat([]byte{0x03, 0x40}, maxI64, []byte{0x21, 0x00, 0x0c, 0x00, 0x0b})
 	out, err := Instrument(wasmtest.Module{Locals: oneI64Local, Bodies: [][]byte{body}}.Bytes())
@@ -78,18 +80,40 @@ func fooledMeter(t *testing.T) []byte {
 		t.Fatalf("the guest's local.set is not found once in the metered module")
 	}
 	i := bytes.Index(out, setOwn)
-	out[i+len(setOwn)-1] = 0x01 // local.set 1: the counter
+	out[i+len(setOwn)-1] = local
 	return out
 }
 
-// TestStopFlagEndsAGuestThatFooledTheMeter: the deadline holds by the
-// second line alone. The guest's counter never goes negative, so it never
-// calls refuel on its own; the host's stop flag, set when the context
-// ends, brings it back, and the instance ends as a deadline.
-func TestStopFlagEndsAGuestThatFooledTheMeter(t *testing.T) {
+const (
+	counterLocal = 1 // in fooled's function: its own local is 0
+	tickLocal    = 2
+)
+
+// collecting runs the garbage collector back to back until stop is
+// closed. A collection stops the world, and a goroutine in compiled guest
+// code cannot be stopped until it calls into Go: if the guest never did,
+// the collection, and with it every goroutine of the process (timers,
+// signal handling, the test's own timeout), would wait forever.
+func collecting(stop <-chan struct{}) {
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+			runtime.GC()
+		}
+	}
+}
+
+// TestTickEndsAGuestThatFooledTheMeter: the deadline holds by the second
+// line alone, while the process keeps collecting garbage. The guest's
+// fuel counter never goes negative, so it never calls refuel on that
+// account; the tick, which the guest cannot write, brings it back to Go,
+// where the host ends it at its deadline.
+func TestTickEndsAGuestThatFooledTheMeter(t *testing.T) {
 	ctx := context.Background()
 	r := meteredRuntime(t, ctx)
-	cm, err := r.CompileModule(ctx, fooledMeter(t))
+	cm, err := r.CompileModule(ctx, fooled(t, counterLocal))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +125,10 @@ func TestStopFlagEndsAGuestThatFooledTheMeter(t *testing.T) {
 			cancel()
 			t.Fatal(err)
 		}
+		stop := make(chan struct{})
+		go collecting(stop)
 		err = callWithin(t, cctx, mod, "_start")
+		close(stop)
 		cancel()
 		m.Finish(mod)
 		var exit *sys.ExitError
@@ -109,8 +136,43 @@ func TestStopFlagEndsAGuestThatFooledTheMeter(t *testing.T) {
 			t.Fatalf("budget %d: %v; want the deadline's exit", budget, err)
 		}
 		if m.Exhausted() {
-			t.Fatalf("budget %d: out of fuel; the guest kept its counter full, so only the stop flag could end it", budget)
+			t.Fatalf("budget %d: out of fuel; the guest kept its counter full, so only the tick could end it", budget)
 		}
+	}
+}
+
+// TestFuelEndsAGuestThatFooledTheTick: the other way round, the first
+// line alone: a guest that keeps its tick full still runs out of fuel,
+// and still ends at its deadline.
+func TestFuelEndsAGuestThatFooledTheTick(t *testing.T) {
+	ctx := context.Background()
+	r := meteredRuntime(t, ctx)
+	cm, err := r.CompileModule(ctx, fooled(t, tickLocal))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := NewMeter(1_000_000)
+	mod, err := r.InstantiateModule(WithMeter(ctx, m), cm, wazero.NewModuleConfig().WithName("").WithStartFunctions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = callWithin(t, WithMeter(ctx, m), mod, "_start")
+	m.Finish(mod)
+	var exit *sys.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != ExitCodeOutOfFuel || !m.Exhausted() {
+		t.Fatalf("%v (exhausted %v); want out of fuel", err, m.Exhausted())
+	}
+
+	m = NewMeter(0)
+	cctx, cancel := context.WithTimeout(WithMeter(ctx, m), 50*time.Millisecond)
+	defer cancel()
+	if mod, err = r.InstantiateModule(cctx, cm, wazero.NewModuleConfig().WithName("").WithStartFunctions()); err != nil {
+		t.Fatal(err)
+	}
+	err = callWithin(t, cctx, mod, "_start")
+	m.Finish(mod)
+	if !errors.As(err, &exit) || exit.ExitCode() != sys.ExitCodeDeadlineExceeded {
+		t.Fatalf("%v; want the deadline's exit", err)
 	}
 }
 
@@ -132,12 +194,12 @@ func callWithin(t *testing.T, ctx context.Context, mod api.Module, fn string) er
 	}
 }
 
-// TestStopFlagEndsAGuestCancelled: cancellation (a SIGTERM in the CLI)
+// TestTickEndsAGuestCancelled: cancellation (a SIGTERM in the CLI)
 // takes the same line as the deadline.
-func TestStopFlagEndsAGuestCancelled(t *testing.T) {
+func TestTickEndsAGuestCancelled(t *testing.T) {
 	ctx := context.Background()
 	r := meteredRuntime(t, ctx)
-	cm, err := r.CompileModule(ctx, fooledMeter(t))
+	cm, err := r.CompileModule(ctx, fooled(t, counterLocal))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,6 +209,9 @@ func TestStopFlagEndsAGuestCancelled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	stop := make(chan struct{})
+	go collecting(stop)
+	defer close(stop)
 	time.AfterFunc(20*time.Millisecond, cancel)
 	err = callWithin(t, cctx, mod, "_start")
 	m.Finish(mod)
@@ -156,27 +221,27 @@ func TestStopFlagEndsAGuestCancelled(t *testing.T) {
 	}
 }
 
-// TestStopFlagIsNotWrittenAfterFinish: once the instance is over, its
-// context ending must not reach it (the meter forgets the flag).
-func TestStopFlagIsNotWrittenAfterFinish(t *testing.T) {
-	ctx := context.Background()
-	r := meteredRuntime(t, ctx)
-	cm := instrumentAndCompile(t, ctx, r, readFixture(t, "counts.wasm"))
-	m := NewMeter(0)
-	cctx, cancel := context.WithCancel(WithMeter(ctx, m))
-	mod, err := r.InstantiateModule(cctx, cm, wazero.NewModuleConfig().WithName(""))
-	if err != nil {
-		t.Fatal(err)
+// TestDeadlineDoesNotWaitForItsTimer: refuel ends an instance whose
+// deadline has passed even when the context's own timer has not run yet
+// (the context here has a deadline in the past but was never cancelled).
+func TestDeadlineDoesNotWaitForItsTimer(t *testing.T) {
+	ctx := deadlineOnly{Context: context.Background(), at: time.Now().Add(-time.Second)}
+	if err := ended(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("ended: %v; want DeadlineExceeded", err)
 	}
-	if _, err := mod.ExportedFunction("loop").Call(cctx, 10); err != nil {
-		t.Fatal(err)
-	}
-	m.Finish(mod)
-	cancel()
-	if v := mod.ExportedGlobal(StopExport).Get(); v != 0 {
-		t.Fatalf("stop flag %#x after Finish and cancel; want 0", v)
+	if err := ended(deadlineOnly{Context: context.Background(), at: time.Now().Add(time.Hour)}); err != nil {
+		t.Fatalf("ended before the deadline: %v", err)
 	}
 }
+
+// deadlineOnly reports a deadline but is never done: a context whose
+// timer has not fired.
+type deadlineOnly struct {
+	context.Context
+	at time.Time
+}
+
+func (d deadlineOnly) Deadline() (time.Time, bool) { return d.at, true }
 
 // TestGrowthsAndBulkPayForWork: fuel tracks time. A refused growth asks
 // for up to 2^32 pages and costs only its instructions, so no run of them
@@ -221,5 +286,81 @@ func TestSlicesStayBounded(t *testing.T) {
 	}
 	if m.slice != maxSlice {
 		t.Fatalf("slice %d after 200 instant refills; want it to reach maxSlice %d (and stop there)", m.slice, uint64(maxSlice))
+	}
+}
+
+// regionCharges returns the tick's region charges in function 0 of the
+// metered module, in order: each "i64.const" in the fixed five-byte form
+// that only chargeRegion writes, right after a read of the tick.
+func regionCharges(t *testing.T, metered []byte) []int64 {
+	t.Helper()
+	m, err := wasmbin.Decode(metered)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := m.Codes[0].Expr
+	var got []int64
+	for i := 0; i+regionCostLen+1 < len(e); i++ {
+		if e[i] != 0x42 || i < 2 || (e[i-2] != 0x20 && e[i-2] != 0x23) {
+			continue
+		}
+		b := e[i+1 : i+1+regionCostLen]
+		if b[0]&b[1]&b[2]&b[3]&0x80 == 0 || b[4]&0x80 != 0 || e[i+1+regionCostLen] != 0x7d {
+			continue
+		}
+		var v int64 // positive: its last byte's sign bit (0x40) is clear
+		for k, c := range b {
+			v |= int64(c&0x7f) << (7 * k)
+		}
+		got = append(got, v)
+	}
+	return got
+}
+
+// TestTickChargesEachRegion pins what each check charges the tick: the
+// cost of its region (the code that can run before the check is passed
+// again), with a call's callee counted when it does not check on entry
+// itself. Function 1 is a leaf of 4 bytes (i32.const 0; drop; end);
+// function 2 calls it, so it checks on entry and counts nothing.
+func TestTickChargesEachRegion(t *testing.T) {
+	leaf := []byte{0x41, 0x00, 0x1a}
+	caller := []byte{0x10, 0x01}
+	tests := []struct {
+		name  string
+		start []byte
+		table bool
+		want  []int64
+	}{
+		// i32.const, drop, br: loop and end are free.
+		{"a loop", []byte{0x03, 0x40, 0x41, 0x00, 0x1a, 0x0c, 0x00, 0x0b}, false, []int64{3}},
+		// The entry's check moves to the loop header (nothing between),
+		// so the region is the whole function: call 1 + the leaf's 4
+		// bytes + br + the final end (return).
+		{"a loop calling a leaf", []byte{0x03, 0x40, 0x10, 0x01, 0x0c, 0x00, 0x0b}, false, []int64{7}},
+		{"a loop calling a checked function", []byte{0x03, 0x40, 0x10, 0x02, 0x0c, 0x00, 0x0b}, false, []int64{3}},
+		// The inner loop follows a call, so it has its own check and
+		// region (br); the outer's is call + 4 + br + return.
+		{"nested loops, separate checks", []byte{0x03, 0x40, 0x10, 0x01, 0x03, 0x40, 0x0c, 0x00, 0x0b, 0x0c, 0x00, 0x0b}, false, []int64{7, 1}},
+		// Directly nested loops share one check, and its region spans
+		// both: i32.const, drop, br (inner) + br (outer).
+		{"nested loops, one check", []byte{0x03, 0x40, 0x03, 0x40, 0x41, 0x00, 0x1a, 0x0c, 0x00, 0x0b, 0x0c, 0x00, 0x0b}, false, []int64{4}},
+		// call_indirect may reach the largest unchecked function, the
+		// leaf: i32.const + call_indirect + 4 + br + return.
+		{"a loop with call_indirect", []byte{0x03, 0x40, 0x41, 0x00, 0x11, 0x00, 0x00, 0x0c, 0x00, 0x0b}, true, []int64{8}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := wasmtest.Module{Bodies: [][]byte{tt.start, leaf, caller}}
+			if tt.table {
+				m.Tables = [][]byte{{0x70, 0x00, 0x01}}
+			}
+			out, err := Instrument(m.Bytes())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := regionCharges(t, out); !slices.Equal(got, tt.want) {
+				t.Fatalf("region charges %v; want %v", got, tt.want)
+			}
+		})
 	}
 }

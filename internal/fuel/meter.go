@@ -43,11 +43,6 @@ const (
 	maxSlice     = 1 << 22
 )
 
-// StopValue is what the host writes to the stop flag (StopExport) when the
-// instance's context ends: negative, so that the guest's "counter | stop
-// >= 0" test fails and it enters refuel.
-const StopValue = uint64(1) << 63
-
 // Meter is one instance's fuel account. Attach it to the context the
 // instance is instantiated and called with (WithMeter); the refuel host
 // function draws from it. Its methods are safe for concurrent use.
@@ -60,14 +55,6 @@ type Meter struct {
 	slice     uint64    // the next grant
 	last      time.Time // when the last slice was granted
 
-	// The second line: armed at the first refuel, when the host first
-	// holds the instance, it sets the instance's stop flag once the
-	// context the instance runs under ends, so the guest comes back to
-	// refuel at its next check whatever its counter says.
-	armed    bool
-	finished bool              // Finish ran: the instance is over, never write to it
-	unwatch  func() bool       // stops the context.AfterFunc
-	stopFlag api.MutableGlobal // the instance's StopExport
 }
 
 // NewMeter returns a meter with the given budget; 0 means unlimited (the
@@ -115,7 +102,6 @@ func (m *Meter) Exhausted() bool {
 // the tail of a run can overdraw without calling refuel). Call it once the
 // instance has stopped.
 func (m *Meter) Finish(mod api.Module) {
-	m.disarm()
 	if mod == nil {
 		return
 	}
@@ -176,45 +162,6 @@ func (m *Meter) refill(counter int64) (int64, bool) {
 	m.granted = spent + grant
 	m.counter = int64(grant)
 	return m.counter, true
-}
-
-// arm makes the meter set mod's stop flag when ctx ends (once; later
-// calls do nothing). A module without the flag (instrumented by an older
-// rewriter) is left to the first line alone.
-func (m *Meter) arm(ctx context.Context, mod api.Module) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.armed || m.finished {
-		return
-	}
-	m.armed = true
-	flag, ok := mod.ExportedGlobal(StopExport).(api.MutableGlobal)
-	if !ok {
-		return
-	}
-	m.stopFlag = flag
-	m.unwatch = context.AfterFunc(ctx, m.trip)
-}
-
-// trip sets the stop flag, unless the instance is over.
-func (m *Meter) trip() {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if !m.finished && m.stopFlag != nil {
-		m.stopFlag.Set(StopValue)
-	}
-}
-
-// disarm ends the watch: the instance has stopped.
-func (m *Meter) disarm() {
-	m.mu.Lock()
-	m.finished = true
-	unwatch := m.unwatch
-	m.unwatch, m.stopFlag = nil, nil
-	m.mu.Unlock()
-	if unwatch != nil {
-		unwatch()
-	}
 }
 
 // note records the counter when the instance ends for another reason.
@@ -288,10 +235,7 @@ func growTable(ctx context.Context, _ api.Module, stack []uint64) {
 func refuel(ctx context.Context, mod api.Module, stack []uint64) {
 	counter := int64(stack[0])
 	m := FromContext(ctx)
-	if m != nil {
-		m.arm(ctx, mod)
-	}
-	if err := ctx.Err(); err != nil {
+	if err := ended(ctx); err != nil {
 		code := sys.ExitCodeContextCanceled
 		if errors.Is(err, context.DeadlineExceeded) {
 			code = sys.ExitCodeDeadlineExceeded
@@ -311,4 +255,17 @@ func refuel(ctx context.Context, mod api.Module, stack []uint64) {
 		panic(sys.NewExitError(ExitCodeOutOfFuel))
 	}
 	stack[0] = uint64(next)
+}
+
+// ended reports why ctx is done, or whether its deadline has passed
+// though the timer that cancels it has not run yet: the deadline must not
+// wait for a goroutine, which a loaded scheduler may run late.
+func ended(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }

@@ -39,6 +39,10 @@ var meteringHistory = map[int]string{
 	// global); growths are charged after they succeed and bulk
 	// instructions after they ran, for what they did.
 	4: "0629bf265b448613e4d569bf891821788f3b7c30378da9a8139a57ede4c8b569",
+	// 5: the stop flag is replaced by the tick (subako_fuel_tick), a
+	// second counter charged each check's region; the deadline no longer
+	// waits for a host goroutine to write a flag.
+	5: "79e86f7591b0e6af1773da2853658d7eaf3e6ff0ee44edfca4408e430c1e8d78",
 }
 
 // TestMeteringVersionPinsOutput fails when Instrument's output changes
