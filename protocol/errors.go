@@ -1,6 +1,10 @@
 package protocol
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/subako/subako-runner/internal/text"
+)
 
 // Stable codes carried by *Error. They are the reason codes of the host
 // contract (§4 rejections, §6 crashes) and are part of the public contract:
@@ -77,22 +81,10 @@ func quoteShort(s string, n int) string {
 	if len(s) <= n {
 		return fmt.Sprintf("%q", s)
 	}
-	cut := n
-	for cut > 0 && s[cut]&0xC0 == 0x80 {
-		cut--
-	}
-	return fmt.Sprintf("%q… (%d bytes)", s[:cut], len(s))
+	return fmt.Sprintf("%q… (%d bytes)", text.Cut(s, n), len(s))
 }
 
 // shortID renders an id for a message, cut so a hostile id cannot bloat it.
 func shortID(id ID) string {
-	s := id.String()
-	if len(s) <= 80 {
-		return s
-	}
-	cut := 80
-	for cut > 0 && s[cut]&0xC0 == 0x80 {
-		cut--
-	}
-	return s[:cut] + fmt.Sprintf("… (%d bytes)", len(s))
+	return text.Bound(id.String(), 80)
 }

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"io"
 	"sync"
-	"unicode/utf8"
 
+	"github.com/subako/subako-runner/internal/text"
 	"github.com/subako/subako-runner/runtime"
 )
 
@@ -48,12 +48,5 @@ func (t *tracer) event(e runtime.TraceEvent) {
 // boundLine is the line, cut at traceLineMax bytes (on a character
 // boundary) with the full length said after it.
 func boundLine(line []byte) string {
-	if len(line) <= traceLineMax {
-		return string(line)
-	}
-	cut := traceLineMax
-	for cut > 0 && !utf8.RuneStart(line[cut]) {
-		cut--
-	}
-	return fmt.Sprintf("%s… (%d bytes in all)", line[:cut], len(line))
+	return text.Bound(line, traceLineMax)
 }

@@ -62,7 +62,7 @@ func TestTraceBoundsLines(t *testing.T) {
 	}
 	long := []byte(strings.Repeat("é", traceLineMax)) // 2 bytes a character
 	got := boundLine(long)
-	if !strings.HasSuffix(got, "… (8192 bytes in all)") || len(got) > traceLineMax+64 || !utf8.ValidString(got) {
+	if !strings.HasSuffix(got, "… (8192 bytes)") || len(got) > traceLineMax+64 || !utf8.ValidString(got) {
 		t.Errorf("long line: %d bytes, valid %v, ends %q", len(got), utf8.ValidString(got), got[len(got)-40:])
 	}
 }

@@ -6,13 +6,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
-	"path"
 	"sort"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"golang.org/x/net/http/httpguts"
+
+	"github.com/subako/subako-runner/fsmount"
+	"github.com/subako/subako-runner/internal/text"
 )
 
 // defaultTimeout is timeout_ms when the guest leaves it out.
@@ -392,20 +394,8 @@ func pathField(o map[string]json.RawMessage, what string) (string, *Error) {
 }
 
 func checkVolumePath(p string) *Error {
-	bad := func(why string) *Error {
-		return errorf(KindBadPath, fmt.Sprintf("path %q %s; use an absolute path under /volume/tmp/ or /volume/data/", truncate(p), why))
-	}
-	if !strings.HasPrefix(p, "/") {
-		return bad("is not absolute")
-	}
-	if strings.ContainsRune(p, 0) {
-		return bad("contains a NUL byte")
-	}
-	if path.Clean(p) != p {
-		return bad("is not in clean form (no \"..\", \".\", \"//\" or trailing slash)")
-	}
-	if !strings.HasPrefix(p, "/volume/tmp/") && !strings.HasPrefix(p, "/volume/data/") {
-		return bad("is not under /volume/tmp or /volume/data")
+	if err := fsmount.CheckVolumePath(p); err != nil {
+		return errorf(KindBadPath, fmt.Sprintf("path %s; use an absolute path under /volume/tmp/ or /volume/data/", err))
 	}
 	return nil
 }
@@ -434,15 +424,8 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// truncate keeps guest-supplied text in messages short.
+// truncate keeps guest-supplied text in messages short: 200 bytes, cut
+// as every bounded quote is (internal/text).
 func truncate(s string) string {
-	const max = 200
-	if len(s) <= max {
-		return s
-	}
-	cut := max
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
+	return text.Bound(s, 200)
 }

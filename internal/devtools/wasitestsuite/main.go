@@ -28,6 +28,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/subako/subako-runner/internal/text"
 )
 
 func main() {
@@ -159,10 +161,7 @@ func runTest(ctx context.Context, runner []string, wasm string) error {
 }
 
 func clip(s string) string {
-	if len(s) > 2000 {
-		return s[:2000] + "…"
-	}
-	return strings.TrimSpace(s)
+	return text.Bound(strings.TrimSpace(s), 2000)
 }
 
 // copyTree copies directories, regular files and symbolic links.
