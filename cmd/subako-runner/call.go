@@ -153,11 +153,6 @@ func runCall(ctx context.Context, e *env, h *hostFlags, c *callFlags, path strin
 	return code
 }
 
-// exitInterrupted is the status of a command stopped by SIGINT or SIGTERM
-// (main ends the command's context on either): 128 + SIGINT, as a shell
-// reports a process Ctrl-C killed. Nothing is said about the module.
-const exitInterrupted = 130
-
 // interrupted reports whether err is the command's own context ending; if
 // so it writes the one stderr line of a host error and returns 130.
 func interrupted(ctx context.Context, e *env, err error) (int, bool) {

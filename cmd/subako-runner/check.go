@@ -60,7 +60,7 @@ func newCheckCmd(a *app) *cobra.Command {
 	}
 	h.register(cmd, true)
 	h.registerTrace(cmd)
-	l.register(cmd, "")
+	l.register(cmd)
 	cmd.Flags().StringVar(&format, "format", "human", "report `FORMAT`: human, json or junit (--json is --format json)")
 	cmd.Flags().StringVar(&examplesFile, "examples", "", "JSON `FILE` mapping tool names to arrays of argument objects to call and report")
 	n.register(cmd)

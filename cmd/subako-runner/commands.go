@@ -114,7 +114,7 @@ func newDiscoverCmd(a *app) *cobra.Command {
 	}
 	h.register(cmd, true)
 	h.registerTrace(cmd)
-	l.register(cmd, "wall-clock limit of the discovery run, e.g. 30s (default 10s, as at upload)")
+	l.register(cmd)
 	return cmd
 }
 

@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -154,14 +155,37 @@ type limitFlags struct {
 	timeoutIsDiscovery bool
 }
 
-func (l *limitFlags) register(cmd *cobra.Command, timeoutUsage string) {
+// register defines the flags; the defaults their help names are
+// limits.Default's, so the help cannot drift from what an unset flag means.
+func (l *limitFlags) register(cmd *cobra.Command) {
+	def := limits.Default()
 	fs := cmd.Flags()
-	fs.Var(&l.memory, "memory", "memory limit of one instance, e.g. 256MiB (default 256MiB)")
-	fs.Var(&l.fuel, "fuel", "fuel budget in instructions: 100000000000, 1e11, 10^11 or 100G; 0 = unlimited (default 1e11)")
-	if timeoutUsage == "" {
-		timeoutUsage = "wall-clock limit of the call, e.g. 30s (default 60s)"
+	fs.Var(&l.memory, "memory", "memory limit of one instance, e.g. 256MiB (default "+limits.FormatSize(def.Memory)+")")
+	fs.Var(&l.fuel, "fuel", "fuel budget in instructions: 100000000000, 1e11, 10^11 or 100G; 0 = unlimited (default "+formatFuel(def.Fuel)+")")
+	timeoutUsage := "wall-clock limit of the call, e.g. 30s (default " + formatSeconds(def.CallTimeout) + ")"
+	if l.timeoutIsDiscovery {
+		timeoutUsage = "wall-clock limit of the discovery run, e.g. 30s (default " + formatSeconds(def.DiscoveryTimeout) + ", as at upload)"
 	}
 	fs.Var(&l.timeout, "timeout", timeoutUsage)
+}
+
+// formatFuel writes a budget the way --fuel reads it back, a power of ten
+// as 1eN ("1e11"), anything else in digits.
+func formatFuel(n uint64) string {
+	m, e := n, 0
+	for m >= 10 && m%10 == 0 {
+		m, e = m/10, e+1
+	}
+	if e < 3 {
+		return strconv.FormatUint(n, 10)
+	}
+	return strconv.FormatUint(m, 10) + "e" + strconv.Itoa(e)
+}
+
+// formatSeconds writes a duration as --timeout reads it back, in seconds
+// ("60s", "0.5s"), not time.Duration's "1m0s".
+func formatSeconds(d time.Duration) string {
+	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + "s"
 }
 
 // limits applies the flags to the defaults.
@@ -292,7 +316,7 @@ type callFlags struct {
 
 // register adds every call flag to cmd.
 func (c *callFlags) register(cmd *cobra.Command) {
-	c.limits.register(cmd, "")
+	c.limits.register(cmd)
 	c.volumes.register(cmd)
 	c.network.register(cmd)
 }

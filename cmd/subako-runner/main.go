@@ -17,15 +17,6 @@ import (
 	"github.com/subako/subako-runner/runtime"
 )
 
-// Exit statuses of cli.md.
-const (
-	exitOK        = 0
-	exitToolError = 1 // also: a check failed
-	exitUsage     = 2
-	exitCrashed   = 3
-	exitRejected  = 4
-)
-
 // env is what a command may touch of the process, so tests can run the CLI
 // in-process.
 type env struct {

@@ -15,10 +15,6 @@ import (
 	"github.com/subako/subako-runner/runtime"
 )
 
-// exitTrap is run's status when the module trapped or ran out of memory,
-// fuel or time, as `wasmtime run` exits on a trap.
-const exitTrap = 134
-
 // runFlags are run's own flags besides the host, limit and network ones.
 type runFlags struct {
 	tmp, data, skills string
@@ -78,7 +74,7 @@ func newRunCmd(a *app) *cobra.Command {
 	}
 	cmd.Flags().SetInterspersed(false)
 	h.register(cmd, false)
-	l.register(cmd, "")
+	l.register(cmd)
 	fs := cmd.Flags()
 	fs.StringVar(&r.tmp, "tmp", "", "mount `DIR` as /volume/tmp")
 	fs.StringVar(&r.data, "data", "", "mount `DIR` as /volume/data")
