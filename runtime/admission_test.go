@@ -16,7 +16,7 @@ import (
 // time: the loop ends when the calls are queued).
 func waitQueued(t *testing.T, rt *Runtime, n int64) {
 	t.Helper()
-	for rt.admit.Waiting() != n {
+	for rt.eng.Waiting() != n {
 		time.Sleep(time.Millisecond)
 	}
 }
@@ -40,7 +40,7 @@ func TestAdmissionQueuesCallsBeyondTheLimit(t *testing.T) {
 	t.Cleanup(func() { rt.Close(context.Background()) })
 	pkg := load(t, rt, "../testdata/packages/cgreet")
 
-	held, _, err := rt.admit.Admit(context.Background())
+	held, _, err := rt.eng.Admit(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func TestAdmissionQueuesCallsBeyondTheLimit(t *testing.T) {
 	if len(rec.calls) != 2 || rec.calls[0].Stats.QueueWait == 0 || rec.calls[1].Stats.QueueWait == 0 {
 		t.Errorf("observer events do not show the wait: %+v", rec.calls)
 	}
-	if n := rt.admit.Waiting(); n != 0 {
+	if n := rt.eng.Waiting(); n != 0 {
 		t.Errorf("after the calls: %d still counted as waiting", n)
 	}
 }
@@ -103,7 +103,7 @@ func TestAdmissionWaitEndsWithTheContext(t *testing.T) {
 	}
 	t.Cleanup(func() { rt.Close(context.Background()) })
 	pkg := load(t, rt, "../testdata/packages/cgreet")
-	held, _, err := rt.admit.Admit(context.Background())
+	held, _, err := rt.eng.Admit(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestAdmissionWaitEndsWithTheContext(t *testing.T) {
 	if res, err := pkg.Call(dctx, CallRequest{Tool: "greet", Arguments: json.RawMessage(`{"name":"Ada"}`)}); !errors.Is(err, context.DeadlineExceeded) || res != nil {
 		t.Fatalf("deadline while queued: %v %v, want context.DeadlineExceeded", res, err)
 	}
-	if n := rt.admit.Waiting(); n != 0 {
+	if n := rt.eng.Waiting(); n != 0 {
 		t.Fatalf("%d calls still counted as waiting", n)
 	}
 	held.Done()

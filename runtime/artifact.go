@@ -252,7 +252,7 @@ func (rt *Runtime) Open(ctx context.Context, a *Artifact, path string) (*Package
 	if err := canceled(ctx, "open "+path); err != nil {
 		return nil, err
 	}
-	if rt.admit.IsClosed() {
+	if rt.eng.IsClosed() {
 		return nil, closedError("open " + path)
 	}
 	if a.Format != ArtifactFormat {

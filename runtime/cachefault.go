@@ -42,7 +42,7 @@ func (rt *Runtime) compileCached(ctx context.Context, wz wazero.Runtime, wasm []
 	if err == nil {
 		return c, nil
 	}
-	if rt.admit.IsClosed() {
+	if rt.eng.IsClosed() {
 		return nil, &hostCompileError{closedError("compile")}
 	}
 	dir := rt.cacheDir()
@@ -102,7 +102,7 @@ func (rt *Runtime) recompile(ctx context.Context, wasm []byte, dir string, cause
 	}
 	c, err := rt.wz.CompileModule(ctx, wasm)
 	if err != nil {
-		if rt.admit.IsClosed() {
+		if rt.eng.IsClosed() {
 			return nil, &hostCompileError{closedError("compile")}
 		}
 		return nil, &hostCompileError{fmt.Errorf("compilation cache %s: the module compiles without it, but not through it (%v; again: %w): remove the cache's damaged entry", dir, cause, err)}

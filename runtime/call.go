@@ -6,24 +6,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/subako/subako-runner/internal/admission"
-	"github.com/subako/subako-runner/internal/tmpvol"
-	"io"
-	"io/fs"
-	"os"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/subako/subako-runner/internal/instance"
+	"github.com/subako/subako-runner/internal/tmpvol"
 
 	"go.uber.org/zap"
 
 	"github.com/subako/subako-runner/fsmount"
 	"github.com/subako/subako-runner/hostmod/subakohttp"
-	"github.com/subako/subako-runner/internal/fuel"
-	"github.com/subako/subako-runner/internal/linmem"
 	"github.com/subako/subako-runner/limits"
 	"github.com/subako/subako-runner/protocol"
-	"github.com/subako/subako-runner/wasi"
 )
 
 // CallRequest is one tools/call and everything that is particular to it.
@@ -206,7 +200,7 @@ func (p *Package) callOnce(ctx context.Context, req CallRequest, log *zap.Logger
 	if err := canceled(ctx, "call "+req.Tool); err != nil {
 		return nil, err
 	}
-	if p.rt.admit.IsClosed() {
+	if p.rt.eng.IsClosed() {
 		return nil, closedError("call " + req.Tool)
 	}
 	if _, ok := p.tools.Lookup(req.Tool); !ok {
@@ -241,110 +235,33 @@ func (p *Package) callOnce(ctx context.Context, req CallRequest, log *zap.Logger
 	return res, nil
 }
 
-// callRun is one instance set up for a call (or a probe): its mounts,
-// write budget, network and session.
-type callRun struct {
-	s       *session
-	mounts  *fsmount.Set
-	budget  *limits.WriteBudget
-	http    *subakohttp.Call
-	started time.Time
-	// exitWait is the time from closing stdin to the instance's end.
-	exitWait time.Duration
-	place    admission.Place
-	gone     chan struct{} // closed once the instance and its memory are gone
-}
-
-// awaitGone waits until the ended instance has given its memory back, so
-// that a call returns with its memory in the OS. The wait is short (the
-// unmap, after the instance reported its end) and bounded, for an instance
-// the session had to abandon; false means it was not seen to end.
-func (c *callRun) awaitGone() bool {
-	c.s.abort() // a no-op once the instance ended
-	select {
-	case <-c.gone:
-		return true
-	default:
-	}
-	t := time.NewTimer(endGrace)
-	defer t.Stop()
-	select {
-	case <-c.gone:
-		return true
-	case <-t.C:
-		return false
-	}
-}
-
-// end ends the instance's context once the driver is done with the run:
-// every driver of a callRun defers it.
-func (c *callRun) end() { c.place.End() }
-
-// finish closes stdin and waits for the exit, timing that wait.
-func (c *callRun) finish() *Crash {
-	crash := c.s.finish()
-	c.exitWait = c.s.exitWait()
-	return crash
-}
-
-// startCall prepares the mounts, budget and network of one call and its
-// instance, not started yet (session.start or runHere). With discovery set
-// it is set up as discovery is: only /package, no volume, no network, the
-// discovery deadline.
+// startSession waits for the instance's turn and prepares the mounts,
+// budget and network of one call (or probe) and its session, not started
+// yet. With discovery set it is set up as discovery is: only /package, no
+// volume, no network, the discovery deadline.
 //
 // The instance runs under ctx and also ends, with cause ErrClosed, when the
-// runtime closes; an error from waiting for its turn names what ended it
-// (admitError).
-func (p *Package) startCall(ctx context.Context, req CallRequest, tmp string, lim limits.Limits, discovery bool, log *zap.Logger) (*callRun, error) {
-	// The call's clocks start once it has its turn: waiting is not its time.
-	place, ictx, err := p.rt.admit.Admit(ctx)
-	if err != nil {
-		return nil, admitError(ctx, err)
-	}
-	c := &callRun{started: time.Now(), place: place, gone: make(chan struct{})}
+// runtime closes; an error from waiting for its turn is ErrClosed as it is
+// (the caller names the call) or the caller's cancellation with its cause.
+func (p *Package) startSession(ctx context.Context, req CallRequest, tmp string, lim limits.Limits, discovery bool, log *zap.Logger) (*instance.Session, error) {
 	layout := fsmount.Layout{Tmp: tmp, Data: req.Data, Skills: req.Skills}
-	policy, deadline := req.Network, c.started.Add(lim.CallTimeout)
+	spec := instance.Spec{
+		Compiled:      p.checked.compiled,
+		InitialMemory: p.checked.initialMemory,
+		Limits:        lim,
+		Timeout:       lim.CallTimeout,
+		Network:       req.Network,
+		Log:           log,
+	}
 	if discovery {
 		layout = fsmount.Layout{}
-		policy, deadline = subakohttp.DiscoveryPolicy(), c.started.Add(lim.DiscoveryTimeout)
+		spec.Network, spec.Timeout = subakohttp.DiscoveryPolicy(), lim.DiscoveryTimeout
 	}
 	if p.checked.Source.HasAssets {
 		layout.Package = p.checked.Source.Dir
 	}
-	mounts, err := p.openMounts(layout, !discovery)
-	if err != nil {
-		place.Done()
-		place.End()
-		return nil, err
-	}
-	c.mounts = mounts
-	c.budget = limits.NewCallBudget(lim)
-	c.http = subakohttp.NewCall(subakohttp.CallConfig{
-		Policy: policy, Files: volumeFiles{mounts}, Budget: c.budget, Limits: lim, Logger: log,
-	})
-	c.s = p.rt.newSession(ictx, instanceConfig{
-		compiled:      p.checked.compiled,
-		initialMemory: p.checked.initialMemory,
-		limits:        lim,
-		deadline:      deadline,
-		wasi:          wasi.Config{Mounts: mounts, Budget: c.budget},
-		http:          c.http,
-		ended:         func() { place.Done(); close(c.gone) },
-	}, log)
-	return c, nil
-}
-
-// admitError is the error of a place refused by admission: ErrClosed as
-// it is (the caller names the call), or the caller's cancellation with
-// its cause.
-func admitError(ctx context.Context, err error) error {
-	if errors.Is(err, ErrClosed) {
-		return err
-	}
-	if cerr := canceled(ctx, "waiting for its turn to run"); cerr != nil {
-		return cerr
-	}
-	return err
+	spec.Mounts = func() (*fsmount.Set, error) { return p.openMounts(layout, !discovery) }
+	return p.rt.eng.NewSession(ctx, spec)
 }
 
 // openMounts opens the mounts of one instance. With shared set, /package
@@ -380,31 +297,30 @@ func (p *Package) openMounts(layout fsmount.Layout, shared bool) (*fsmount.Set, 
 	return fsmount.Open(mounts)
 }
 
-// stats reads the resources the run used; call it after the instance ended.
-func (c *callRun) stats() Stats {
-	st := instanceStats(c.started, c.s.memory, c.budget, c.http, c.s.fuel)
-	st.ExitWait, st.QueueWait, st.Queued = c.exitWait, c.place.Wait, c.place.Queued
+// statsOf reads what one instance used, for calls, probes, discovery and
+// commands alike; exitWait is the session's (zero for a command). Call it
+// after the instance ended.
+func statsOf(in *instance.Instance, exitWait time.Duration) Stats {
+	h := in.HTTP.Stats()
+	st := Stats{
+		Duration:          time.Since(in.Started),
+		MemoryBytes:       int64(in.Memory.Peak()),
+		BytesWritten:      in.Budget.Used(),
+		HTTPRequests:      h.Requests,
+		HTTPBytesSent:     h.BytesSent,
+		HTTPBytesReceived: h.BytesReceived,
+		FuelUsed:          in.Fuel.Used(),
+		ExitWait:          exitWait,
+	}
+	st.QueueWait, st.Queued = in.QueueWait()
+	st.DurationMs = float64(st.Duration.Microseconds()) / 1000
 	st.ExitWaitMs = float64(st.ExitWait.Microseconds()) / 1000
 	st.QueueWaitMs = float64(st.QueueWait.Microseconds()) / 1000
 	return st
 }
 
-// instanceStats reads what one instance used, for calls, probes,
-// discovery and commands alike; call it after the instance ended.
-func instanceStats(started time.Time, memory *linmem.Allocator, budget *limits.WriteBudget, http *subakohttp.Call, meter *fuel.Meter) Stats {
-	h := http.Stats()
-	st := Stats{
-		Duration:          time.Since(started),
-		MemoryBytes:       int64(memory.Peak()),
-		BytesWritten:      budget.Used(),
-		HTTPRequests:      h.Requests,
-		HTTPBytesSent:     h.BytesSent,
-		HTTPBytesReceived: h.BytesReceived,
-		FuelUsed:          meter.Used(),
-	}
-	st.DurationMs = float64(st.Duration.Microseconds()) / 1000
-	return st
-}
+// sessionStats is statsOf a session's instance.
+func sessionStats(s *instance.Session) Stats { return statsOf(s.Instance(), s.ExitWait()) }
 
 // limitsFor is the runtime's limits, or override when it is set (and
 // valid): the per-call limits of calls, probes and commands.
@@ -423,53 +339,52 @@ func (p *Package) call(ctx context.Context, tool string, args json.RawMessage, r
 	if err != nil {
 		return &CallError{CodeBadArguments, err.Error()}
 	}
-	c, err := p.startCall(ctx, req, res.TmpDir, lim, false, log)
+	s, err := p.startSession(ctx, req, res.TmpDir, lim, false, log)
 	if err != nil {
 		if errors.Is(err, ErrClosed) {
 			return closedError("call " + tool)
 		}
 		return fmt.Errorf("call %s: %w", tool, err)
 	}
-	res.mounts = c.mounts
-	defer c.end()
-	defer c.mounts.Close()
-	s := c.s
-	defer s.abort() // a no-op after finish; releases the deadline timer on every path
+	in := s.Instance()
+	res.mounts = in.Mounts
+	defer s.Close()
 	// The request is in stdin before the guest starts, and the answer
 	// closes stdin: the whole instance runs here, nothing to hand over.
-	crash := s.post(protocol.MethodToolsCall, params, true)
+	icrash := s.Post(protocol.MethodToolsCall, params, true)
 	var msg protocol.Message
-	if crash == nil {
-		s.runHere()
-		msg, crash = s.await(protocol.MethodToolsCall)
+	if icrash == nil {
+		s.RunHere()
+		msg, icrash = s.Await(protocol.MethodToolsCall)
 	}
-	if crash == nil {
+	if icrash == nil {
 		res.Result = msg.Result
 		parsed, err := protocol.ParseCallToolResult(msg.Result)
 		if err != nil {
-			crash = s.failNow(CrashInvalidResult, errMessage(err))
+			icrash = s.FailNow(CrashInvalidResult, instance.ErrMessage(err))
 		} else {
 			res.Parsed = parsed
-			crash = c.finish()
+			icrash = s.Finish()
 		}
 	}
-	res.Stats = c.stats()
+	res.Stats = sessionStats(s)
 	// A guest still running could write into /volume/tmp after Release:
 	// such a directory must never go back to the pool.
-	res.reuse = c.awaitGone()
+	res.reuse = s.AwaitGone()
 	e.Stats = res.Stats
-	e.InstanceStart, e.Instantiate, e.Run = s.timing.start, s.timing.instantiate, s.timing.run
-	e.HTTP, e.HTTPNotKept = c.http.Records()
-	if err := s.interrupted(); err != nil {
+	e.InstanceStart, e.Instantiate, e.Run = in.Timing.Start, in.Timing.Instantiate, in.Timing.Run
+	e.HTTP, e.HTTPNotKept = in.HTTP.Records()
+	if err := s.Interrupted(); err != nil {
 		// The caller ended the call, or the runtime closed: whatever the
 		// instance did last says nothing about the module.
 		return interruptedError("call "+tool, err)
 	}
-	if crash != nil && p.rt.admit.IsClosed() {
+	if icrash != nil && p.rt.eng.IsClosed() {
 		// Close gave up waiting for the instance (its context ended) and
 		// the engine's close cut it off: the host's shutdown, not a crash.
 		return closedError("call " + tool)
 	}
+	crash := crashOf(icrash)
 	switch {
 	case crash != nil:
 		res.Outcome, res.Crash = OutcomeCrashed, crash
@@ -480,7 +395,7 @@ func (p *Package) call(ctx context.Context, tool string, args json.RawMessage, r
 		res.Outcome = OutcomeOK
 	}
 	if crash == nil {
-		res.View = protocol.BuildView(res.Parsed, volumeFiles{c.mounts})
+		res.View = protocol.BuildView(res.Parsed, in.Files())
 	}
 	e.Outcome = res.Outcome
 	if crash != nil {
@@ -496,62 +411,4 @@ func (p *Package) toolNames() []string {
 		names[i] = t.Name
 	}
 	return names
-}
-
-// volumeFiles confines file access on behalf of the host (HTTP bodies and
-// outputs, volume:/// links in the view) to the call's /volume mounts.
-type volumeFiles struct{ mounts *fsmount.Set }
-
-// check picks out paths that name a /volume mount at all; confinement
-// inside the mount is os.Root's job (fsmount), not this string test's.
-func (v volumeFiles) check(guestPath string) error {
-	if !strings.HasPrefix(guestPath, "/volume/tmp/") && !strings.HasPrefix(guestPath, "/volume/data/") {
-		return fmt.Errorf("%q is not under /volume/tmp or /volume/data", guestPath)
-	}
-	for _, seg := range strings.Split(guestPath, "/")[1:] {
-		if seg == "" || seg == "." || seg == ".." {
-			return fmt.Errorf("%q is not a clean absolute path (no empty, \".\" or \"..\" segments)", guestPath)
-		}
-	}
-	return nil
-}
-
-// OpenFile implements subakohttp.Files.
-func (v volumeFiles) OpenFile(guestPath string, flag int, perm fs.FileMode) (*os.File, error) {
-	if err := v.check(guestPath); err != nil {
-		return nil, err
-	}
-	return v.mounts.OpenFile(guestPath, flag, perm)
-}
-
-// ResolveVolume implements protocol.VolumeResolver. The file is opened
-// through the confined mount, and its first bytes are read from that open
-// file, so what is sniffed is what the path resolves to inside the mount.
-func (v volumeFiles) ResolveVolume(guestPath string) (protocol.VolumeFile, error) {
-	if err := v.check(guestPath); err != nil {
-		return protocol.VolumeFile{}, err
-	}
-	// O_NONBLOCK: opening a FIFO must not wait for a writer.
-	f, err := v.mounts.OpenFile(guestPath, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return protocol.VolumeFile{}, fmt.Errorf("%s does not exist", guestPath)
-		}
-		return protocol.VolumeFile{}, fmt.Errorf("%s cannot be opened inside its mount", guestPath)
-	}
-	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return protocol.VolumeFile{}, err
-	}
-	if !info.Mode().IsRegular() {
-		return protocol.VolumeFile{}, fmt.Errorf("%s is not a regular file", guestPath)
-	}
-	head := make([]byte, min(int64(protocol.SniffLen), info.Size()))
-	n, _ := io.ReadFull(f, head)
-	host, _, err := v.mounts.Stat(guestPath)
-	if err != nil {
-		return protocol.VolumeFile{}, err
-	}
-	return protocol.VolumeFile{HostPath: host, Size: info.Size(), Head: head[:n]}, nil
 }

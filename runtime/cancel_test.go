@@ -297,7 +297,7 @@ func TestTimedOutCallReturnsOnlyOnceTheGuestStopped(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { rt.Close(context.Background()) })
-	rt.endGrace = time.Millisecond // the host gives up waiting at once, if it ever gives up
+	rt.eng.SetEndGrace(time.Millisecond) // the host gives up waiting at once, if it ever gives up
 	pkg := load(t, rt, makePackage(t, testguest.Go(t, guests+"httpprobe"), nil))
 	// The host says what it waits for: a host function not honouring the
 	// context, logged once the grace has passed (the guest is held there

@@ -6,15 +6,12 @@ import (
 	"fmt"
 	"io"
 	"sync"
-	"time"
 
-	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/subako/subako-runner/fsmount"
 	"github.com/subako/subako-runner/hostmod/subakohttp"
-	"github.com/subako/subako-runner/internal/fuel"
-	"github.com/subako/subako-runner/internal/linmem"
+	"github.com/subako/subako-runner/internal/instance"
 	"github.com/subako/subako-runner/internal/modcheck"
 	"github.com/subako/subako-runner/limits"
 	"github.com/subako/subako-runner/wasi"
@@ -60,7 +57,7 @@ type CommandResult struct {
 // command waits for its turn among Config.MaxInstances as calls do; after
 // Runtime.Close the error is ErrClosed.
 func (rt *Runtime) RunCommand(ctx context.Context, path string, cmd Command) (*CommandResult, error) {
-	if rt.admit.IsClosed() {
+	if rt.eng.IsClosed() {
 		return nil, closedError("run " + path)
 	}
 	lim, err := rt.limitsFor(cmd.Limits)
@@ -85,81 +82,47 @@ func (rt *Runtime) RunCommand(ctx context.Context, path string, cmd Command) (*C
 		return nil, err
 	}
 	defer compiled.Close(ctx)
-	if err := initialMemoryFits(initialMemory(compiled), lim.Memory); err != nil {
+	if err := instance.InitialMemoryFits(instance.InitialMemory(compiled), lim.Memory); err != nil {
 		return nil, err
 	}
 	// A command is an instance like a call's: it takes its turn among
 	// Config.MaxInstances, and its clock starts when it has it.
-	place, actx, err := rt.admit.Admit(ctx)
+	stdin := wasi.NewStdin()
+	stdout := cmd.Stdout
+	if stdout == nil {
+		stdout = io.Discard
+	}
+	in, err := rt.eng.Start(ctx, instance.Spec{
+		Compiled: compiled, Limits: lim, Timeout: lim.CallTimeout,
+		Mounts:  func() (*fsmount.Set, error) { return fsmount.Open(cmd.Mounts) },
+		Network: cmd.Network, // nil denies every request
+		Args:    cmd.Args, Env: cmd.Env, Stdin: stdin, Stdout: stdout, Stderr: cmd.Stderr,
+		Log: rt.log,
+	})
 	if err != nil {
 		if errors.Is(err, ErrClosed) {
 			return nil, closedError("run " + path)
 		}
-		return nil, fmt.Errorf("run %s: %w", path, admitError(ctx, err))
+		return nil, fmt.Errorf("run %s: %w", path, err)
 	}
-	defer place.End()
-	defer place.Done() // runs after the instance and its memory are gone
-	mounts, err := fsmount.Open(cmd.Mounts)
-	if err != nil {
-		return nil, err
-	}
-	defer mounts.Close()
-
-	budget := limits.NewCallBudget(lim)
-	// A nil Network denies every request.
-	httpCall := subakohttp.NewCall(subakohttp.CallConfig{Policy: cmd.Network, Files: volumeFiles{mounts}, Budget: budget, Limits: lim, Logger: rt.log})
-	stdin := wasi.NewStdin()
-	stdout, stderr := cmd.Stdout, cmd.Stderr
-	if stdout == nil {
-		stdout = io.Discard
-	}
-	if stderr == nil {
-		stderr = io.Discard
-	}
-	tail := newStderrTail(lim.StderrTail, nil)
-	inst := wasi.NewInstance(wasi.Config{
-		Args: cmd.Args, Env: cmd.Env, Stdin: stdin, Stdout: stdout,
-		Stderr: io.MultiWriter(stderr, tail), Mounts: mounts, Budget: budget,
-		MaxStdioWrite: lim.StdoutLine,
-	})
-	defer inst.Close()
-
-	started := time.Now()
-	parent := actx
-	ctx, cancel := context.WithDeadlineCause(actx, started.Add(lim.CallTimeout), errDeadline)
-	defer cancel()
+	defer in.Close()
 	if cmd.Stdin != nil {
 		stop, _ := copyStdin(stdin, cmd.Stdin)
 		defer stop()
 	} else {
 		stdin.CloseWrite()
 	}
-	memory := linmem.New(uint64(lim.Memory), rt.memPool)
-	meter := fuel.NewMeter(lim.Fuel)
-	ictx := subakohttp.WithCall(wasi.WithInstance(ctx, inst), httpCall)
-	ictx = fuel.WithMeter(experimental.WithMemoryAllocator(ictx, memory), meter)
-	ictx = fuel.WithTableBudget(ictx, memory)
-	err = rt.runInstance(ictx, compiled, nil)
-	memory.Release()
-	if err != nil && parent.Err() != nil && !hostCause(context.Cause(ctx)) {
-		if context.Cause(parent) == ErrClosed {
-			return nil, closedError("run " + path)
-		}
-		return nil, canceled(parent, "run "+path)
+	err = in.Run()
+	if ierr := in.Interrupted(err); ierr != nil {
+		return nil, interruptedError("run "+path, ierr)
 	}
-	if err != nil && rt.admit.IsClosed() {
+	if err != nil && rt.eng.IsClosed() {
 		return nil, closedError("run " + path) // the engine's close cut it off
 	}
-
-	res := &CommandResult{Stats: instanceStats(started, memory, budget, httpCall, meter)}
-	res.Stats.QueueWait, res.Stats.Queued = place.Wait, place.Queued
-	res.Stats.QueueWaitMs = float64(place.Wait.Microseconds()) / 1000
+	res := &CommandResult{Stats: statsOf(in, 0)}
 	var exit *sys.ExitError
-	if res.Crash = endCrash(err, context.Cause(ctx), meter, memory, lim, time.Since(started)); res.Crash == nil && errors.As(err, &exit) {
+	if res.Crash = crashOf(in.EndCrash(err)); res.Crash == nil && errors.As(err, &exit) {
 		res.ExitCode = exit.ExitCode()
-	}
-	if res.Crash != nil {
-		res.Crash.Message, res.Crash.Stderr = boundMessage(res.Crash.Message), tail.String()
 	}
 	return res, nil
 }

@@ -46,7 +46,7 @@ func (o *overlapProbe) stdout() io.Writer {
 func (o *overlapProbe) release() bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return o.running >= 2 || o.rt.admit.Waiting() == int64(o.total-o.finished-1)
+	return o.running >= 2 || o.rt.eng.Waiting() == int64(o.total-o.finished-1)
 }
 
 // stdin is one command's stdin: a request, then end of file once release
@@ -139,7 +139,7 @@ func TestRunCommandQueuedEndsWithItsContext(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { rt.Close(context.Background()) })
-	held, _, err := rt.admit.Admit(context.Background())
+	held, _, err := rt.eng.Admit(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

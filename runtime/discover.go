@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/subako/subako-runner/internal/instance"
 	"github.com/subako/subako-runner/protocol"
 )
 
@@ -137,7 +138,7 @@ func (rt *Runtime) Discover(ctx context.Context, c *Checked, path string) (*Pack
 	if err := canceled(ctx, "discover "+path); err != nil {
 		return nil, err
 	}
-	if rt.admit.IsClosed() {
+	if rt.eng.IsClosed() {
 		return nil, closedError("discover " + path)
 	}
 	defer rt.progress(StepDiscover, 0)()
@@ -146,28 +147,25 @@ func (rt *Runtime) Discover(ctx context.Context, c *Checked, path string) (*Pack
 	started := time.Now()
 
 	p := &Package{rt: rt, checked: c, name: c.Source.displayName(path)}
-	run, err := p.startCall(ctx, CallRequest{}, "", lim, true, log)
+	s, err := p.startSession(ctx, CallRequest{}, "", lim, true, log)
 	if err != nil {
 		return nil, fmt.Errorf("discover %s: %w", path, err)
 	}
-	defer run.end()
-	defer run.mounts.Close()
-	s := run.s
-	s.start()
-	defer s.abort() // a no-op after finish; releases the deadline timer on every path
-	tools, rej, crash := rt.discover(s, p)
-	if crash == nil && rej == nil {
-		crash = s.finish()
+	defer s.Close()
+	s.Start()
+	tools, rej, icrash := p.discover(s, lim.MaxPages)
+	if icrash == nil && rej == nil {
+		icrash = s.Finish()
 	} else {
-		s.abort()
+		s.Abort()
 	}
-	if err := s.interrupted(); err != nil {
+	if err := s.Interrupted(); err != nil {
 		return nil, interruptedError("discover "+path, err)
 	}
-	if crash != nil && rt.admit.IsClosed() {
+	if icrash != nil && rt.eng.IsClosed() {
 		return nil, closedError("discover " + path) // the engine's close cut it off: no verdict
 	}
-	if crash == nil && rej == nil {
+	if icrash == nil && rej == nil {
 		// Validation (schema compilation) runs after the module exited: the
 		// discovery deadline is the module's time, not the host's.
 		rej = p.validateTools(tools, lim.MaxTools)
@@ -175,10 +173,11 @@ func (rt *Runtime) Discover(ctx context.Context, c *Checked, path string) (*Pack
 			return nil, err
 		}
 	}
+	crash := crashOf(icrash)
 	p.discovery.Duration = time.Since(started)
-	p.discovery.Stderr = s.stderr.String()
-	p.discovery.Notifications = s.notifications
-	st := run.stats()
+	p.discovery.Stderr = s.Stderr()
+	p.discovery.Notifications = s.Notifications()
+	st := sessionStats(s)
 	p.discovery.MemoryBytes, p.discovery.FuelUsed = st.MemoryBytes, st.FuelUsed
 	if crash != nil {
 		log.Debug("discovery crashed", zap.String("crash", crash.Reason), zap.Duration("duration", p.discovery.Duration))
@@ -195,10 +194,10 @@ func (rt *Runtime) Discover(ctx context.Context, c *Checked, path string) (*Pack
 	return p, nil
 }
 
-// discover runs server/discover and the tools/list pages on a session and
-// returns every tool listed.
-func (rt *Runtime) discover(s *session, p *Package) ([]protocol.Tool, *RejectedError, *Crash) {
-	msg, crash := s.request(protocol.MethodDiscover, map[string]any{})
+// discover runs server/discover and the tools/list pages (at most
+// maxPages) on a session and returns every tool listed.
+func (p *Package) discover(s *instance.Session, maxPages int) ([]protocol.Tool, *RejectedError, *instance.Crash) {
+	msg, crash := s.Request(protocol.MethodDiscover, map[string]any{})
 	if crash != nil {
 		return nil, nil, crash
 	}
@@ -210,7 +209,7 @@ func (rt *Runtime) discover(s *session, p *Package) ([]protocol.Tool, *RejectedE
 	var tools []protocol.Tool
 	var cursor *string
 	for {
-		msg, crash := s.request(protocol.MethodToolsList, protocol.ToolsListParams(cursor))
+		msg, crash := s.Request(protocol.MethodToolsList, protocol.ToolsListParams(cursor))
 		if crash != nil {
 			return nil, nil, crash
 		}
@@ -223,8 +222,8 @@ func (rt *Runtime) discover(s *session, p *Package) ([]protocol.Tool, *RejectedE
 		if page.NextCursor == nil {
 			return tools, nil, nil
 		}
-		if p.discovery.Pages >= s.lim.MaxPages {
-			return nil, rejectedBy(protocol.ErrTooManyPages(s.lim.MaxPages)), nil
+		if p.discovery.Pages >= maxPages {
+			return nil, rejectedBy(protocol.ErrTooManyPages(maxPages)), nil
 		}
 		cursor = page.NextCursor
 	}

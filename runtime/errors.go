@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/subako/subako-runner/internal/instance"
 	"github.com/subako/subako-runner/internal/modcheck"
 	"github.com/subako/subako-runner/protocol"
 )
@@ -50,13 +51,13 @@ const (
 	CrashNotJSONRPC           = protocol.CodeNotJSONRPC
 	CrashUnexpectedID         = protocol.CodeUnexpectedID
 	CrashServerRequest        = protocol.CodeServerRequest
-	CrashExitedBeforeResponse = "exited_before_response"
-	CrashExitCode             = "exit_code"
-	CrashExitTimeout          = "exit_timeout"
-	CrashTrap                 = "trap"
-	CrashOutOfMemory          = "out_of_memory"
-	CrashOutOfFuel            = "out_of_fuel"
-	CrashTimeout              = "timeout"
+	CrashExitedBeforeResponse = instance.ReasonExitedBeforeResponse
+	CrashExitCode             = instance.ReasonExitCode
+	CrashExitTimeout          = instance.ReasonExitTimeout
+	CrashTrap                 = instance.ReasonTrap
+	CrashOutOfMemory          = instance.ReasonOutOfMemory
+	CrashOutOfFuel            = instance.ReasonOutOfFuel
+	CrashTimeout              = instance.ReasonTimeout
 	CrashInvalidResult        = protocol.CodeInvalidResult
 	CrashOutputTooLarge       = protocol.CodeOutputTooLarge
 )
@@ -107,6 +108,14 @@ type Crash struct {
 }
 
 func (c *Crash) Error() string { return fmt.Sprintf("module crashed (%s): %s", c.Reason, c.Message) }
+
+// crashOf is the embedder's Crash of an instance's crash; nil for none.
+func crashOf(c *instance.Crash) *Crash {
+	if c == nil {
+		return nil
+	}
+	return &Crash{Reason: c.Reason, Message: c.Message, Stderr: c.Stderr}
+}
 
 // LinkError is returned by RunCommand for a module that cannot be linked
 // against the host: it imports a function the host does not provide, with
@@ -173,13 +182,4 @@ func interruptedError(what string, err error) error {
 // A caller's cancellation is never a verdict on the package: Load, Open,
 // Discover, Call and Probe return this error, not a *RejectedError or a
 // crashed Result.
-func canceled(ctx context.Context, what string) error {
-	err := ctx.Err()
-	if err == nil {
-		return nil
-	}
-	if cause := context.Cause(ctx); cause != nil && cause != err {
-		return fmt.Errorf("%s: %w (%w)", what, err, cause)
-	}
-	return fmt.Errorf("%s: %w", what, err)
-}
+func canceled(ctx context.Context, what string) error { return instance.Canceled(ctx, what) }

@@ -3,7 +3,6 @@ package runtime
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"strings"
 	"sync"
 	"testing"
@@ -80,37 +79,5 @@ func TestTraceAndProgressHooks(t *testing.T) {
 	}
 	if p := strings.Join(progress, ","); p != "compile,compile done,discover,discover done" {
 		t.Errorf("progress %s", p)
-	}
-}
-
-// stderr reaches its writer unchanged and the trace a line at a time: a
-// line longer than traceStderrMax in pieces, a last line without "\n" at
-// the exit.
-func TestStderrTraceSplitsLines(t *testing.T) {
-	var lines []string
-	tr := &sessionTrace{instance: 1, fn: func(e TraceEvent) {
-		if e.Kind == TraceStderr {
-			lines = append(lines, string(e.Line))
-		}
-	}}
-	var sink strings.Builder
-	w := tr.stderr(&sink)
-	long := strings.Repeat("x", traceStderrMax+10)
-	input := []string{"one\ntw", "o\n", long + "\n", "", "last"}
-	for _, p := range input {
-		if n, err := w.Write([]byte(p)); n != len(p) || err != nil {
-			t.Fatalf("Write(%q) = %d, %v", p, n, err)
-		}
-	}
-	tr.exit(nil)
-	if sink.String() != strings.Join(input, "") {
-		t.Errorf("the writer got %d bytes, want %d", sink.Len(), len(strings.Join(input, "")))
-	}
-	want := []string{"one", "two", long[:traceStderrMax], long[traceStderrMax:], "last"}
-	if strings.Join(lines, "|") != strings.Join(want, "|") {
-		t.Errorf("traced %d lines %q…, want %d", len(lines), lines[0], len(want))
-	}
-	if (*sessionTrace)(nil).stderr(&sink) != io.Writer(&sink) {
-		t.Error("without a trace, stderr is not the writer itself")
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/subako/subako-runner/internal/devtools/testguest"
+	"github.com/subako/subako-runner/internal/instance"
 )
 
 // A crash message quotes what the guest sent cut short, on a UTF-8
@@ -29,44 +30,14 @@ func TestCrashMessagesQuoteTheGuestBounded(t *testing.T) {
 				t.Fatalf("outcome %s crash %+v; want %s", res.Outcome, res.Crash, tt.crash)
 			}
 			msg := res.Crash.Message
-			if len(msg) > maxCrashMessage+64 {
-				t.Errorf("Crash.Message is %d bytes; want it bounded (%d)", len(msg), maxCrashMessage)
+			if len(msg) > instance.MaxCrashMessage+64 {
+				t.Errorf("Crash.Message is %d bytes; want it bounded (%d)", len(msg), instance.MaxCrashMessage)
 			}
 			if !utf8.ValidString(msg) {
 				t.Errorf("Crash.Message is cut inside a character: %q", msg[max(0, len(msg)-80):])
 			}
 			if !strings.Contains(msg, "éé") || !strings.Contains(msg, "…") {
 				t.Errorf("Crash.Message should quote the start of what the guest sent, with an ellipsis: %.300q", msg)
-			}
-		})
-	}
-}
-
-func TestBoundMessage(t *testing.T) {
-	t.Parallel()
-	for _, tt := range []struct {
-		name string
-		in   string
-	}{
-		{"short", "a crash"},
-		{"exactly the bound", strings.Repeat("a", maxCrashMessage)},
-		{"ascii", strings.Repeat("a", 3*maxCrashMessage)},
-		{"two-byte runes across the bound", "x" + strings.Repeat("é", maxCrashMessage)},
-		{"four-byte runes", strings.Repeat("😀", maxCrashMessage)},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			got := boundMessage(tt.in)
-			if len(tt.in) <= maxCrashMessage {
-				if got != tt.in {
-					t.Fatalf("a message within the bound was changed: %q", got)
-				}
-				return
-			}
-			if !utf8.ValidString(got) || len(got) > maxCrashMessage+32 || !strings.HasSuffix(got, " bytes)") {
-				t.Fatalf("boundMessage gave %d bytes, valid UTF-8 %v, ending %q", len(got), utf8.ValidString(got), got[max(0, len(got)-20):])
-			}
-			if prefix, _, _ := strings.Cut(got, "…"); !strings.HasPrefix(tt.in, prefix) || len(prefix) < maxCrashMessage-utf8.UTFMax {
-				t.Fatalf("boundMessage kept %d bytes of the start", len(prefix))
 			}
 		})
 	}

@@ -119,7 +119,7 @@ func TestCancelBeforeTheInstanceStartsNamesTheCall(t *testing.T) {
 	}
 	t.Cleanup(func() { rt.Close(context.Background()) })
 	pkg := load(t, rt, "../testdata/packages/cgreet")
-	held, _, err := rt.admit.Admit(context.Background())
+	held, _, err := rt.eng.Admit(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

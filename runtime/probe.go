@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/subako/subako-runner/internal/instance"
 	"github.com/subako/subako-runner/protocol"
 )
 
@@ -52,7 +53,7 @@ func (p *Package) Probe(ctx context.Context, pr Probe, req CallRequest) (*ProbeR
 	if err := canceled(ctx, "probe"); err != nil {
 		return nil, err
 	}
-	if p.rt.admit.IsClosed() {
+	if p.rt.eng.IsClosed() {
 		return nil, closedError("probe")
 	}
 	lim, err := p.rt.limitsFor(req.Limits)
@@ -84,18 +85,16 @@ func (p *Package) Probe(ctx context.Context, pr Probe, req CallRequest) (*ProbeR
 		tmp = dir
 	}
 	log := p.rt.log.With(zap.String("package", p.name), zap.String("probe", "raw"))
-	c, err := p.startCall(ctx, req, tmp, lim, pr.Discovery, log)
+	s, err := p.startSession(ctx, req, tmp, lim, pr.Discovery, log)
 	if err != nil {
 		return nil, fmt.Errorf("probe: %w", err)
 	}
-	defer c.end()
-	defer c.mounts.Close()
-	c.s.start()
-	defer c.s.abort() // a no-op after finish; releases the deadline timer on every path
+	defer s.Close()
+	s.Start()
 	res := &ProbeResult{}
-	var crash *Crash
+	var crash *instance.Crash
 	for i := range lines {
-		msg, cr := c.s.send(lines[i], pending[i])
+		msg, cr := s.Send(lines[i], pending[i])
 		if cr != nil {
 			crash = cr
 			break
@@ -105,19 +104,17 @@ func (p *Package) Probe(ctx context.Context, pr Probe, req CallRequest) (*ProbeR
 		}
 	}
 	if crash == nil {
-		crash = c.s.finish()
-		res.ExitAfterClose = c.s.exitWait()
+		crash = s.Finish()
+		res.ExitAfterClose = s.ExitWait()
 	} else {
-		c.s.abort()
+		s.Abort()
 	}
-	if err := c.s.interrupted(); err != nil {
+	if err := s.Interrupted(); err != nil {
 		return nil, interruptedError("probe", err)
 	}
-	res.Crash = crash
-	res.Stats = c.stats()
-	res.Stderr = c.s.stderr.String()
-	c.s.mu.Lock()
-	res.Notifications = c.s.notifications
-	c.s.mu.Unlock()
+	res.Crash = crashOf(crash)
+	res.Stats = sessionStats(s)
+	res.Stderr = s.Stderr()
+	res.Notifications = s.Notifications()
 	return res, nil
 }

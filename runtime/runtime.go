@@ -2,16 +2,16 @@ package runtime
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/subako/subako-runner/internal/admission"
-	"github.com/subako/subako-runner/internal/tmpvol"
 	goruntime "runtime"
 	"sync"
 	"time"
+
+	"github.com/subako/subako-runner/internal/instance"
+	"github.com/subako/subako-runner/internal/tmpvol"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -20,7 +20,6 @@ import (
 
 	"github.com/subako/subako-runner/hostmod/subakohttp"
 	"github.com/subako/subako-runner/internal/fuel"
-	"github.com/subako/subako-runner/internal/linmem"
 	"github.com/subako/subako-runner/internal/modcheck"
 	"github.com/subako/subako-runner/limits"
 	"github.com/subako/subako-runner/protocol"
@@ -99,10 +98,10 @@ type Runtime struct {
 	cache    wazero.CompilationCache
 	log      *zap.Logger
 	limits   limits.Limits
-	client   protocol.ClientInfo
 	observer Observer
-	// instances is observer when it also counts instances, else nil.
-	instances InstanceObserver
+	// eng starts every module instance: it holds the admission gate that
+	// Close shuts, the memory pool and the trace's numbering.
+	eng *instance.Engine
 	// meterings are the meterings this host derived itself (Open).
 	meterings *meteringRecords
 	// compiling counts the compilations in flight; Close waits for them.
@@ -117,19 +116,7 @@ type Runtime struct {
 	beforeCompile func()
 
 	progressFn func(ProgressEvent)
-	trace      func(TraceEvent)
-	traceSeq   int64 // atomic: the last instance number traced
-	// endGrace overrides the package's endGrace; tests shorten it.
-	endGrace time.Duration
-	volumes  *tmpvol.Pool
-	admit    *admission.Gate
-	memPool  *linmem.Pool
-	// modConfig is every instance's module configuration, made once: no
-	// name, no start functions (runInstance calls _start), and a random
-	// source that costs nothing to set up (wazero would otherwise seed a
-	// math/rand source per instance, 7% of a C call; our own WASI layer
-	// answers random_get from crypto/rand and never reads it).
-	modConfig wazero.ModuleConfig
+	volumes    *tmpvol.Pool
 	// workers is Config.CompilationWorkers, resolved.
 	workers int
 }
@@ -159,13 +146,9 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	if maxInstances == 0 {
 		maxInstances = goruntime.NumCPU()
 	}
-	rt := &Runtime{log: log, limits: lim, client: protocol.ClientInfo{Name: "subako", Version: Version}, observer: cfg.Observer,
-		admit:      admission.New(maxInstances, ErrClosed),
-		memPool:    linmem.NewPool(2),
-		modConfig:  wazero.NewModuleConfig().WithName("").WithStartFunctions().WithRandSource(rand.Reader),
+	rt := &Runtime{log: log, limits: lim, observer: cfg.Observer,
 		meterings:  newMeteringRecords(cfg.CompilationCacheDir),
-		progressFn: cfg.Progress, trace: cfg.Trace, workers: cfg.CompilationWorkers}
-	rt.instances, _ = cfg.Observer.(InstanceObserver)
+		progressFn: cfg.Progress, workers: cfg.CompilationWorkers}
 	if rt.workers <= 0 {
 		rt.workers = goruntime.NumCPU()
 	}
@@ -186,6 +169,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	}
 	rt.volumes = volumes
 	rt.wz = wazero.NewRuntimeWithConfig(ctx, rc)
+	rt.eng = instance.NewEngine(engineConfig(rt.wz, maxInstances, cfg))
 	if _, err := wasi.Instantiate(ctx, rt.wz); err != nil {
 		rt.Close(ctx)
 		return nil, fmt.Errorf("defining wasi_snapshot_preview1: %w", err)
@@ -201,6 +185,21 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	return rt, nil
 }
 
+// engineConfig is what the instances of a runtime made with cfg share.
+func engineConfig(wz wazero.Runtime, maxInstances int, cfg Config) instance.EngineConfig {
+	ec := instance.EngineConfig{Runtime: wz, MaxInstances: maxInstances, Closed: ErrClosed,
+		Client: protocol.ClientInfo{Name: "subako", Version: Version}}
+	if o, ok := cfg.Observer.(InstanceObserver); ok {
+		ec.Started, ec.Ended = o.InstanceStarted, o.InstanceEnded
+	}
+	if trace := cfg.Trace; trace != nil {
+		ec.Trace = func(e instance.Event) {
+			trace(TraceEvent{Instance: e.Instance, Kind: TraceKind(e.Kind), Time: e.Time, Line: e.Line, Exit: e.Exit})
+		}
+	}
+	return ec
+}
+
 // Close releases the runtime and every package loaded through it, and
 // removes the /volume/tmp directories it made, those of results not
 // released yet included. It
@@ -210,8 +209,8 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 // what a process exiting on a signal wants.
 func (rt *Runtime) Close(ctx context.Context) error {
 	// From here every entry point returns ErrClosed, and the instances
-	// running are stopped through their contexts (admission.close).
-	instances := rt.admit.Close()
+	// running are stopped through their contexts (instance.Engine.Close).
+	instances := rt.eng.Close()
 	idle := make(chan struct{})
 	go func() {
 		rt.compiling.Wait()
@@ -227,7 +226,7 @@ func (rt *Runtime) Close(ctx context.Context) error {
 	if rt.cache != nil {
 		err = errors.Join(err, rt.cache.Close(ctx))
 	}
-	rt.memPool.Close()
+	rt.eng.Release()
 	return errors.Join(err, rt.volumes.Close())
 }
 
@@ -250,7 +249,7 @@ type Checked struct {
 	sha256Hex string // Hash in hex, for events
 	metered   []byte // the module with fuel metering injected: what runs
 	compiled  wazero.CompiledModule
-	// initialMemory is initialMemory(compiled), which every call checks
+	// initialMemory is instance.InitialMemory(compiled), which every call checks
 	// against its limit.
 	initialMemory uint64
 	code          *codeRefs
@@ -259,7 +258,7 @@ type Checked struct {
 
 // newChecked holds the first reference to compiled.
 func newChecked(src *Source, hash [sha256.Size]byte, metered []byte, compiled wazero.CompiledModule) *Checked {
-	return &Checked{Source: src, Hash: hash, sha256Hex: hex.EncodeToString(hash[:]), metered: metered, compiled: compiled, initialMemory: initialMemory(compiled), code: newCodeRefs(compiled)}
+	return &Checked{Source: src, Hash: hash, sha256Hex: hex.EncodeToString(hash[:]), metered: metered, compiled: compiled, initialMemory: instance.InitialMemory(compiled), code: newCodeRefs(compiled)}
 }
 
 // Close releases this holder's reference to the compiled code.
@@ -305,7 +304,7 @@ func (rt *Runtime) Validate(ctx context.Context, path string) (*Checked, error) 
 	if err := canceled(ctx, "validate "+path); err != nil {
 		return nil, err
 	}
-	if rt.admit.IsClosed() {
+	if rt.eng.IsClosed() {
 		return nil, closedError("validate " + path)
 	}
 	src, err := ReadSource(path, rt.limits.ModuleSize)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/subako/subako-runner/internal/tmpvol"
 	"os"
 	goruntime "runtime"
 	"strconv"
@@ -12,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/subako/subako-runner/internal/tmpvol"
 )
 
 // soakCalls is how many calls each phase of the soak test makes: 1,000

@@ -1,4 +1,4 @@
-package runtime
+package instance
 
 import (
 	"context"
@@ -33,7 +33,7 @@ func TestVolumeFilesNeverBlockOnFIFOs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer mounts.Close()
-	files := volumeFiles{mounts}
+	files := VolumeFiles{mounts}
 	policy, err := subakohttp.NewPolicy(subakohttp.PolicyConfig{Allow: []string{"api.example.com"}})
 	if err != nil {
 		t.Fatal(err)
