@@ -77,11 +77,9 @@ func (r *run) readImports(module []byte) {
 	}
 }
 
-func (r *run) checkSchema(raw json.RawMessage) {
-	var m map[string]json.RawMessage
-	_ = json.Unmarshal(raw, &m)
-	var meta map[string]json.RawMessage
-	_ = json.Unmarshal(m["_meta"], &meta)
+// checkSchema judges the members the official schema requires, from what
+// protocol.ParseDiscover kept of them.
+func (r *run) checkSchema(d protocol.DiscoverResult) {
 	const why = "required by the official MCP 2026-07-28 schema; the host tolerates its absence, other MCP clients may not"
 	present := func(c *Check, member, example string, ok bool, value json.RawMessage) {
 		if ok {
@@ -90,15 +88,10 @@ func (r *run) checkSchema(raw json.RawMessage) {
 		}
 		c.set(Warn, "server/discover has no %s (%s); add %s", member, why, example)
 	}
-	rt, hasRT := m["resultType"]
-	present(r.fixed.schemaResultType, "resultType", `"resultType": "complete"`, hasRT, rt)
-	present(r.fixed.schemaTTLMs, "ttlMs", `"ttlMs": 0`, m["ttlMs"] != nil, m["ttlMs"])
-	present(r.fixed.schemaCacheScope, "cacheScope", `"cacheScope": "public"`, m["cacheScope"] != nil, m["cacheScope"])
-	info := m["serverInfo"]
-	if info == nil {
-		info = meta["io.modelcontextprotocol/serverInfo"]
-	}
-	present(r.fixed.schemaServerInfo, "serverInfo", `"_meta": {"io.modelcontextprotocol/serverInfo": {"name": ..., "version": ...}}`, info != nil, info)
+	present(r.fixed.schemaResultType, "resultType", `"resultType": "complete"`, d.ResultType != nil, d.ResultType)
+	present(r.fixed.schemaTTLMs, "ttlMs", `"ttlMs": 0`, d.TTLMs != nil, d.TTLMs)
+	present(r.fixed.schemaCacheScope, "cacheScope", `"cacheScope": "public"`, d.CacheScope != nil, d.CacheScope)
+	present(r.fixed.schemaServerInfo, "serverInfo", `"_meta": {"io.modelcontextprotocol/serverInfo": {"name": ..., "version": ...}}`, d.ServerInfo != nil, d.ServerInfo)
 }
 
 func (r *run) checkToolList() {

@@ -213,7 +213,7 @@ func (r *run) all(ctx context.Context) error {
 	r.pkg = pkg
 	r.tools = pkg.Tools()
 	r.fixed.discoveryOK.set(Pass, "%d tool(s) in %d page(s): %s", len(r.tools), pkg.Discovery().Pages, toolNames(r.tools))
-	r.checkSchema(pkg.Discovery().Result.Raw)
+	r.checkSchema(pkg.Discovery().Result)
 	r.checkToolList()
 
 	var jobs []func()

@@ -26,7 +26,7 @@ func Example() {
 		panic(err)
 	}
 	d, err := protocol.ParseDiscover(msg.Result)
-	fmt.Println(d.SupportedVersions, err, d.HasTTLMs)
+	fmt.Println(d.SupportedVersions, err, d.TTLMs != nil)
 
 	_, err = protocol.Classify([]byte("listening on stdio"))
 	fmt.Println(err)

@@ -31,13 +31,16 @@ type DiscoverResult struct {
 	SupportedVersions []string
 	// Capabilities is the capabilities object as sent.
 	Capabilities json.RawMessage
-	// ServerInfo is the serverInfo member as sent (nil when absent).
+	// ServerInfo is the serverInfo member as sent, or else _meta's
+	// io.modelcontextprotocol/serverInfo, where MCP 2026-07-28 puts it;
+	// nil when neither is there.
 	ServerInfo json.RawMessage
 	// Instructions is the instructions member as sent (nil when absent).
 	Instructions json.RawMessage
-	// HasResultType, HasTTLMs and HasCacheScope report members the official
-	// schema requires but ABI 1 accepts without (check warns about them).
-	HasResultType, HasTTLMs, HasCacheScope bool
+	// ResultType, TTLMs and CacheScope are members the official schema
+	// requires but ABI 1 accepts without, as sent (nil when absent): check
+	// warns about a missing one, mcp passes ttlMs and cacheScope on.
+	ResultType, TTLMs, CacheScope json.RawMessage
 	// Raw is the whole result as sent.
 	Raw json.RawMessage
 }
@@ -51,10 +54,16 @@ func ParseDiscover(result json.RawMessage) (DiscoverResult, error) {
 	if err != nil {
 		return DiscoverResult{}, errorf(CodeDiscoverUnsupported, "the server/discover result is %s, not an object with supportedVersions and capabilities", describeJSON(result))
 	}
-	d := DiscoverResult{Raw: result, ServerInfo: members.value("serverInfo"), Instructions: members.value("instructions")}
-	d.HasResultType = members.has("resultType")
-	d.HasTTLMs = members.has("ttlMs")
-	d.HasCacheScope = members.has("cacheScope")
+	d := DiscoverResult{Raw: result, ServerInfo: members.value("serverInfo"), Instructions: members.value("instructions"),
+		ResultType: members.value("resultType"), TTLMs: members.value("ttlMs"), CacheScope: members.value("cacheScope")}
+	if d.ServerInfo == nil {
+		if meta, ok := members.get("_meta"); ok {
+			var metaBuf [4]member
+			if mm, err := objectMembers(meta, metaBuf[:0]); err == nil {
+				d.ServerInfo = mm.value("io.modelcontextprotocol/serverInfo")
+			}
+		}
+	}
 
 	sv, ok := members.get("supportedVersions")
 	if !ok {

@@ -70,15 +70,41 @@ func TestParseDiscover(t *testing.T) {
 	}
 }
 
-func TestParseDiscoverKeepsPresenceFlags(t *testing.T) {
-	d, err := ParseDiscover(json.RawMessage(`{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"},"ttlMs":1000}`))
-	if err != nil {
-		t.Fatal(err)
+func TestParseDiscoverKeepsTheOptionalMembers(t *testing.T) {
+	tests := []struct {
+		name, result                                        string
+		resultType, ttlMs, cacheScope, serverInfo, capsWant string
+	}{
+		{"ttlMs only", `{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"},"ttlMs":1000}`,
+			"", "1000", "", `{"name":"s","version":"1"}`, `{"tools":{}}`},
+		{"all, serverInfo in _meta", `{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"resultType":"complete","ttlMs":0,"cacheScope":"public","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"m"}}}`,
+			`"complete"`, "0", `"public"`, `{"name":"m"}`, `{"tools":{}}`},
+		{"serverInfo wins over _meta", `{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"serverInfo":{"name":"top"},"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"m"}}}`,
+			"", "", "", `{"name":"top"}`, `{"tools":{}}`},
+		{"no serverInfo, _meta not an object", `{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"_meta":[1]}`,
+			"", "", "", "", `{"tools":{}}`},
 	}
-	if d.HasResultType || !d.HasTTLMs || d.HasCacheScope {
-		t.Errorf("flags = %v %v %v", d.HasResultType, d.HasTTLMs, d.HasCacheScope)
-	}
-	if string(d.ServerInfo) != `{"name":"s","version":"1"}` || string(d.Capabilities) != `{"tools":{}}` {
-		t.Errorf("serverInfo %s capabilities %s", d.ServerInfo, d.Capabilities)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, err := ParseDiscover(json.RawMessage(tt.result))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range []struct {
+				what      string
+				got, want string
+				nilWanted bool
+			}{
+				{"resultType", string(d.ResultType), tt.resultType, d.ResultType == nil},
+				{"ttlMs", string(d.TTLMs), tt.ttlMs, d.TTLMs == nil},
+				{"cacheScope", string(d.CacheScope), tt.cacheScope, d.CacheScope == nil},
+				{"serverInfo", string(d.ServerInfo), tt.serverInfo, d.ServerInfo == nil},
+				{"capabilities", string(d.Capabilities), tt.capsWant, d.Capabilities == nil},
+			} {
+				if f.got != f.want || (f.want == "") != f.nilWanted {
+					t.Errorf("%s = %q (nil %v), want %q", f.what, f.got, f.nilWanted, f.want)
+				}
+			}
+		})
 	}
 }

@@ -236,11 +236,14 @@ func (s *Server) setTools(pkg *runtime.Package) {
 // result gave, or nil when it gave no ttlMs.
 func packageCache(pkg *runtime.Package) *mcp.Cacheable {
 	d := pkg.Discovery().Result
-	if !d.HasTTLMs {
+	if d.TTLMs == nil {
 		return nil
 	}
 	var c mcp.Cacheable
-	if json.Unmarshal(d.Raw, &c) != nil || c.TTLMs < 0 {
+	if json.Unmarshal(d.TTLMs, &c.TTLMs) != nil || c.TTLMs < 0 {
+		return nil
+	}
+	if d.CacheScope != nil && json.Unmarshal(d.CacheScope, &c.CacheScope) != nil {
 		return nil
 	}
 	if c.CacheScope == "" {
