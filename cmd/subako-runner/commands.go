@@ -28,6 +28,12 @@ type packageReport struct {
 	Module *moduleReport `json:"module,omitempty"`
 }
 
+// versionBanner is what both `version` and `--version` print: the runner's
+// version, the ABI it implements and the MCP revision it speaks.
+func versionBanner() string {
+	return fmt.Sprintf("subako-runner %s\nABI %d\nMCP %s\n", runtime.Version, runtime.ABIVersion, protocol.Version)
+}
+
 func newVersionCmd(a *app) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
@@ -39,7 +45,7 @@ func newVersionCmd(a *app) *cobra.Command {
 			if asJSON {
 				return status(writeJSON(a.e, map[string]any{"version": runtime.Version, "abi": runtime.ABIVersion, "mcp": protocol.Version}))
 			}
-			fmt.Fprintf(a.e.stdout, "subako-runner %s\nABI %d\nMCP %s\n", runtime.Version, runtime.ABIVersion, protocol.Version)
+			fmt.Fprint(a.e.stdout, versionBanner())
 			return nil
 		},
 	}

@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/subako/subako-runner/protocol"
 	"github.com/subako/subako-runner/runtime"
 )
 
@@ -48,7 +47,7 @@ func newRootCmd(ctx context.Context, e *env) *cobra.Command {
 			return nil
 		},
 	}
-	root.SetVersionTemplate(fmt.Sprintf("subako-runner %s\nABI %d\nMCP %s\n", runtime.Version, runtime.ABIVersion, protocol.Version))
+	root.SetVersionTemplate(versionBanner())
 	root.Flags().BoolP("version", "v", false, "print the version, ABI and MCP revision (as the version command)")
 	root.SuggestionsMinimumDistance = 2
 	root.SetOut(e.stdout)
