@@ -35,9 +35,17 @@ type Config struct {
 	// Budget is charged for file writes; nil is unlimited.
 	Budget *limits.WriteBudget
 	// MaxFiles caps the descriptors open at once (stdio and preopens
-	// included); 0 means 1024. Beyond it path_open fails with EMFILE.
+	// included); 0 means DefaultMaxFiles. Beyond it path_open fails with
+	// EMFILE.
 	MaxFiles int
 }
+
+// DefaultMaxFiles is Config.MaxFiles's default, and the cap every call of
+// the runtime has (docs/abi.md §9): it is fixed, not one of limits.Limits,
+// because a guest that needs more than a thousand files open at once is
+// broken, and each descriptor costs the host only a map entry and an
+// os.File.
+const DefaultMaxFiles = 1024
 
 // defaultMaxStdioWrite is Config.MaxStdioWrite's default: 16 MiB, the
 // default longest stdout line (limits.Default().StdoutLine), so a guest
@@ -105,7 +113,7 @@ func NewInstance(cfg Config) *Instance {
 	}
 	in := &Instance{cfg: cfg, start: time.Now(), fds: map[uint32]*fdEntry{}, max: cfg.MaxFiles, closed: make(chan struct{})}
 	if in.max <= 0 {
-		in.max = 1024
+		in.max = DefaultMaxFiles
 	}
 	in.fds[0] = &fdEntry{kind: kindStdin, base: stdinRights}
 	in.fds[1] = &fdEntry{kind: kindStdout, base: stdoutRights}

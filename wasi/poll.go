@@ -9,7 +9,7 @@ import (
 
 // maxSubscriptions is the most subscriptions one poll_oneoff takes; more
 // is EINVAL, as poll(2) answers for more descriptors than a process may
-// open. A guest has at most Config.MaxFiles (default 1024) descriptors,
+// open. A guest has at most Config.MaxFiles (DefaultMaxFiles, 1024) descriptors,
 // each worth a read and a write subscription, and a handful of clocks:
 // 4096 is twice what that needs, and it bounds the host's copy of the
 // subscriptions and events of one call to 4096*(40+32) bytes (under 300
