@@ -162,7 +162,7 @@ func (r *run) record(e evidence) {
 }
 
 func profileOf(s srt.Stats) *Profile {
-	return &Profile{DurationMs: s.DurationMs, FuelUsed: s.FuelUsed, MemoryBytes: s.MemoryBytes}
+	return &Profile{DurationMs: srt.Milliseconds(s.Duration), FuelUsed: s.FuelUsed, MemoryBytes: s.MemoryBytes}
 }
 
 // skipRest marks every check still unjudged as skipped for reason.
@@ -244,7 +244,7 @@ func (r *run) all(ctx context.Context) error {
 	}
 	r.checkDiscoveryTime(slower)
 	r.record(evidence{probe: "discovery.ok", stderr: pkg.Discovery().Stderr, notifications: pkg.Discovery().Notifications,
-		profile: &Profile{DurationMs: float64(pkg.Discovery().Duration) / 1e6, MemoryBytes: pkg.Discovery().MemoryBytes}})
+		profile: &Profile{DurationMs: srt.Milliseconds(pkg.Discovery().Duration), MemoryBytes: pkg.Discovery().MemoryBytes}})
 	r.crossChecks()
 	return nil
 }

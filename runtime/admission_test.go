@@ -71,7 +71,7 @@ func TestAdmissionQueuesCallsBeyondTheLimit(t *testing.T) {
 		if res.Outcome != OutcomeOK {
 			t.Fatalf("call %d: outcome %s crash %+v (a queued call's clock must start when it runs)", i, res.Outcome, res.Crash)
 		}
-		if res.Stats.QueueWait < lim.CallTimeout || res.Stats.QueueWaitMs <= 0 {
+		if res.Stats.QueueWait < lim.CallTimeout || Milliseconds(res.Stats.QueueWait) <= 0 {
 			t.Errorf("call %d: queue wait %v, want at least the %v the place was held", i, res.Stats.QueueWait, lim.CallTimeout)
 		}
 		if res.Stats.Duration >= res.Stats.QueueWait {

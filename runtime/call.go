@@ -66,12 +66,12 @@ const (
 	OutcomeError Outcome = "error"
 )
 
-// Stats are the resources one call used.
+// Stats are the resources one call used. Each duration is kept once, as
+// a time.Duration; the JSON form (MarshalJSON) gives them in milliseconds
+// as cli.md documents.
 type Stats struct {
 	// Duration is the whole run, from instantiation to exit.
 	Duration time.Duration `json:"-"`
-	// DurationMs is Duration in milliseconds, for JSON.
-	DurationMs float64 `json:"durationMs"`
 	// FuelUsed is the fuel charged: about one per instruction executed
 	// (internal/fuel documents the cost model).
 	FuelUsed uint64 `json:"fuelUsed"`
@@ -91,17 +91,30 @@ type Stats struct {
 	// to the instance's end: what the 1 s exit rule (exit_timeout) measures.
 	// Zero when the call ended before stdin was closed.
 	ExitWait time.Duration `json:"-"`
-	// ExitWaitMs is ExitWait in milliseconds, for JSON.
-	ExitWaitMs float64 `json:"exitWaitMs"`
 	// QueueWait is how long the call waited for its turn to run
 	// (Config.MaxInstances); it is not part of Duration, nor of any limit.
 	QueueWait time.Duration `json:"-"`
-	// QueueWaitMs is QueueWait in milliseconds, for JSON.
-	QueueWaitMs float64 `json:"queueWaitMs"`
 	// Queued is the number of calls that were waiting for their turn when
 	// this one began to wait, itself included; 0 when it ran at once.
 	Queued int `json:"queued"`
 }
+
+// MarshalJSON writes the stats as cli.md documents them: the durations
+// as durationMs, exitWaitMs and queueWaitMs (float milliseconds), the
+// counts under their own names.
+func (s Stats) MarshalJSON() ([]byte, error) {
+	type counts Stats // the fields without this method
+	return json.Marshal(struct {
+		DurationMs float64 `json:"durationMs"`
+		counts
+		ExitWaitMs  float64 `json:"exitWaitMs"`
+		QueueWaitMs float64 `json:"queueWaitMs"`
+	}{Milliseconds(s.Duration), counts(s), Milliseconds(s.ExitWait), Milliseconds(s.QueueWait)})
+}
+
+// Milliseconds is d in milliseconds, to the microsecond: the unit of every
+// duration in the JSON and the reports of the command line.
+func Milliseconds(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // Result is the outcome of one call.
 //
@@ -313,9 +326,6 @@ func statsOf(in *instance.Instance, exitWait time.Duration) Stats {
 		ExitWait:          exitWait,
 	}
 	st.QueueWait, st.Queued = in.QueueWait()
-	st.DurationMs = float64(st.Duration.Microseconds()) / 1000
-	st.ExitWaitMs = float64(st.ExitWait.Microseconds()) / 1000
-	st.QueueWaitMs = float64(st.QueueWait.Microseconds()) / 1000
 	return st
 }
 

@@ -101,7 +101,7 @@ func TestGreetPackageDiscoversAndCalls(t *testing.T) {
 	if err := json.Unmarshal(res.Parsed.StructuredContent, &sc); err != nil || sc.Message != "Hello, Ada!" {
 		t.Errorf("structuredContent %s", res.Parsed.StructuredContent)
 	}
-	if res.Stats.MemoryBytes <= 0 || res.Stats.DurationMs <= 0 {
+	if res.Stats.MemoryBytes <= 0 || res.Stats.Duration <= 0 {
 		t.Errorf("stats not filled: %+v", res.Stats)
 	}
 

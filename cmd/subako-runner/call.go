@@ -217,7 +217,7 @@ func printCall(w io.Writer, res *runtime.Result, removed string) (hidden bool) {
 		fmt.Fprintf(w, "structuredContent: %s\n", compact(res.Parsed.StructuredContent))
 	}
 	s := res.Stats
-	fmt.Fprintf(w, "(%.1f ms, peak memory %s, %d bytes written, %d HTTP requests)\n", s.DurationMs, limits.HumanSize(s.MemoryBytes), s.BytesWritten, s.HTTPRequests)
+	fmt.Fprintf(w, "(%.1f ms, peak memory %s, %d bytes written, %d HTTP requests)\n", runtime.Milliseconds(s.Duration), limits.HumanSize(s.MemoryBytes), s.BytesWritten, s.HTTPRequests)
 	return hidden
 }
 

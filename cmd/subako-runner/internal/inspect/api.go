@@ -229,7 +229,7 @@ func (s *Server) listCalls(w http.ResponseWriter, r *http.Request) {
 	out := make([]callSummary, 0, len(s.calls))
 	for i := len(s.calls) - 1; i >= 0; i-- {
 		c := s.calls[i]
-		row := callSummary{ID: c.ID, Time: c.Time, Tool: c.Tool, Arguments: c.Arguments, Outcome: c.Outcome, DurationMs: c.Stats.DurationMs}
+		row := callSummary{ID: c.ID, Time: c.Time, Tool: c.Tool, Arguments: c.Arguments, Outcome: c.Outcome, DurationMs: runtime.Milliseconds(c.Stats.Duration)}
 		if c.Crash != nil {
 			row.Crash = c.Crash.Reason
 		}

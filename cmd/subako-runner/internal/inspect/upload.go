@@ -126,7 +126,7 @@ func loadPackage(ctx context.Context, rt *runtime.Runtime, path string) (*packag
 		}
 		rep.ToolWarnings = pkg.ToolWarnings()
 		d := pkg.Discovery()
-		rep.Discovery = &discoveryReport{Pages: d.Pages, Notifications: d.Notifications, DurationMs: float64(d.Duration.Microseconds()) / 1000, FuelUsed: d.FuelUsed, MemoryBytes: d.MemoryBytes, Stderr: d.Stderr}
+		rep.Discovery = &discoveryReport{Pages: d.Pages, Notifications: d.Notifications, DurationMs: runtime.Milliseconds(d.Duration), FuelUsed: d.FuelUsed, MemoryBytes: d.MemoryBytes, Stderr: d.Stderr}
 		rep.Upload = judgeUpload(nil)
 	case errors.As(err, &rej):
 		rep.Upload = judgeUpload(rej.Rejections)
