@@ -83,15 +83,6 @@ func (r *Report) Get(id string) (Check, bool) {
 	return Check{}, false
 }
 
-// Statuses maps every check id to its status, for scripts and tests.
-func (r *Report) Statuses() map[string]Status {
-	m := make(map[string]Status, len(r.Checks))
-	for _, c := range r.Checks {
-		m[c.ID] = c.Status
-	}
-	return m
-}
-
 // Count returns how many checks have the status.
 func (r *Report) Count(s Status) int {
 	n := 0

@@ -104,11 +104,11 @@ func (id ID) IsZero() bool { return id.kind == idAbsent }
 // IsNull reports whether the id is JSON null.
 func (id ID) IsNull() bool { return id.kind == idNull }
 
-// IsString reports whether the id is a JSON string.
-func (id ID) IsString() bool { return id.kind == idString }
+// isString reports whether the id is a JSON string.
+func (id ID) isString() bool { return id.kind == idString }
 
-// IsNumber reports whether the id is a JSON number.
-func (id ID) IsNumber() bool { return id.kind == idNumber }
+// isNumber reports whether the id is a JSON number.
+func (id ID) isNumber() bool { return id.kind == idNumber }
 
 // Key returns a canonical key for maps: two ids have the same key exactly
 // when they are the same JSON value. The key is opaque; do not parse it.

@@ -31,7 +31,7 @@ func TestHugeExponentIDIsLinear(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Classify: %v", err)
 	}
-	if msg.Kind != KindResponse || !msg.ID.IsNumber() {
+	if msg.Kind != KindResponse || !msg.ID.isNumber() {
 		t.Fatalf("kind %v, id %s: want a response with a number id", msg.Kind, shortID(msg.ID))
 	}
 	if msg.ID.Equal(sent) {

@@ -33,9 +33,9 @@ func ErrUnexpectedIDFor(got ID, sentKey string, answered bool) *Error {
 // typedID is the id for a message with its JSON type: 12 (a number).
 func typedID(id ID) string {
 	switch {
-	case id.IsString():
+	case id.isString():
 		return shortID(id) + " (a string)"
-	case id.IsNumber():
+	case id.isNumber():
 		return shortID(id) + " (a number)"
 	}
 	return shortID(id)
@@ -72,17 +72,17 @@ func idFromKey(key string) (ID, bool) {
 // libraries are known to make; "" otherwise.
 func idChange(sent, got ID) string {
 	switch {
-	case sent.IsNumber() && got.IsString():
+	case sent.isNumber() && got.isString():
 		if n, err := NumberID(got.str); err == nil && n.Equal(sent) {
 			return "the number came back as a string. A JSON writer that quotes large integers does this (Zig 0.11's std.json writes every integer from 2^52 on as a string)"
 		}
-	case sent.IsString() && got.IsNumber():
+	case sent.isString() && got.isNumber():
 		if n, err := NumberID(sent.str); err == nil && n.Equal(got) {
 			return "the string came back as a number: the JSON reader or writer converted it"
 		}
-	case sent.IsNumber() && got.IsNumber():
+	case sent.isNumber() && got.isNumber():
 		return numberChange(sent, got)
-	case sent.IsString() && got.IsString():
+	case sent.isString() && got.isString():
 		switch {
 		case strings.HasPrefix(sent.str, got.str):
 			return fmt.Sprintf("the string was cut after %d of its %d bytes, as by a fixed-size buffer", len(got.str), len(sent.str))

@@ -67,7 +67,7 @@ func TestIDFromKeyRoundTrips(t *testing.T) {
 			t.Fatal(err)
 		}
 		back, ok := idFromKey(id.Key())
-		if !ok || !back.Equal(id) || back.IsString() != id.IsString() {
+		if !ok || !back.Equal(id) || back.isString() != id.isString() {
 			t.Errorf("%s: key %q rebuilt as %v (%v)", text, id.Key(), back, ok)
 		}
 	}
