@@ -266,7 +266,7 @@ func (o *Observer) httpSpan(ctx context.Context, r subakohttp.RequestRecord) {
 // uploads counter.
 func (o *Observer) Upload(ctx context.Context, e runtime.UploadEvent) {
 	end := time.Now()
-	result := keyResult.String(e.Outcome)
+	result := keyResult.String(string(e.Outcome))
 	o.uploads.Add(ctx, 1, metric.WithAttributes(result))
 	start := end.Add(-e.Duration)
 	attrs := []attribute.KeyValue{keyPackage.String(e.Package), result, keyTools.Int(e.Tools)}
@@ -282,8 +282,8 @@ func (o *Observer) Upload(ctx context.Context, e runtime.UploadEvent) {
 		ps.End(trace.WithTimestamp(p.Start.Add(p.Duration)))
 	}
 	switch e.Outcome {
-	case "crashed", "error":
-		span.SetStatus(codes.Error, e.Outcome)
+	case runtime.OutcomeCrashed, runtime.OutcomeError:
+		span.SetStatus(codes.Error, string(e.Outcome))
 	}
 	span.End(trace.WithTimestamp(end))
 }

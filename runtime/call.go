@@ -42,10 +42,11 @@ type CallRequest struct {
 	Limits *limits.Limits
 }
 
-// Outcome says how a call ended.
+// Outcome says how a call (Result, CallEvent) or an upload (UploadEvent)
+// ended.
 type Outcome string
 
-// Outcomes of a call, as cli.md names them.
+// Outcomes of a call, as cli.md names them, and of an upload.
 const (
 	// OutcomeOK is a result without isError.
 	OutcomeOK Outcome = "ok"
@@ -53,17 +54,20 @@ const (
 	OutcomeToolError Outcome = "tool_error"
 	// OutcomeCrashed means the module broke a rule of docs/abi.md §6.
 	OutcomeCrashed Outcome = "crashed"
-	// OutcomeCanceled is only ever in a CallEvent: the caller's context
-	// ended the call and Call returned that error, so the run is no
-	// verdict on the module (count it apart from crashes).
+	// OutcomeCanceled is only ever in an event: the caller's context
+	// ended the call (or the upload) and it returned that error, so the
+	// run is no verdict on the module (count it apart from crashes).
 	OutcomeCanceled Outcome = "canceled"
 	// OutcomeRefused is only ever in a CallEvent: the host refused the call
 	// before running the module (Call returned a *CallError; CallEvent.Code
 	// is its code).
 	OutcomeRefused Outcome = "refused"
-	// OutcomeError is only ever in a CallEvent: the host could not run the
-	// call (Call returned another error, ErrClosed among them).
+	// OutcomeError is only ever in an event: the host could not run the
+	// call or the upload (it returned another error, ErrClosed among them).
 	OutcomeError Outcome = "error"
+	// OutcomeRejected is only ever in an UploadEvent: the upload checks or
+	// the tool list refused the package (Load returned a *RejectedError).
+	OutcomeRejected Outcome = "rejected"
 )
 
 // Stats are the resources one call used. Each duration is kept once, as

@@ -12,13 +12,16 @@
 //	res, _ := pkg.Call(ctx, runtime.CallRequest{Tool: "greet", Arguments: []byte(`{"name":"Ada"}`)})
 //	defer res.Release()
 //
-// Failures a package author must act on are values, not Go errors: a refused
-// upload is a *RejectedError (every problem, each with a stable code of the
-// host contract), and a module that breaks the protocol during a call yields a
-// Result whose Outcome is OutcomeCrashed and whose Crash carries the reason
-// code and the last 4 KiB of stderr. Go errors returned by this package mean
-// the host itself could not do the work, or the caller asked for something
-// impossible (an unknown tool, bad limits).
+// Failures a package author must act on are verdicts on the package, which
+// this package reports apart from the host's own failures: a refused
+// upload is the error Load returns, a *RejectedError (errors.As finds it;
+// it lists every problem, each with a stable code of the host contract),
+// and a module that breaks the protocol during a call is not an error at
+// all but a Result whose Outcome is OutcomeCrashed and whose Crash carries
+// the reason code and the last 4 KiB of stderr. Any other Go error
+// returned by this package means the host itself could not do the work,
+// or the caller asked for something impossible (an unknown tool, bad
+// limits).
 //
 // Two Go errors are the caller's own doing, never a verdict on a package:
 // when the caller's context ends first, the error wraps ctx.Err() and its

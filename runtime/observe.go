@@ -49,11 +49,11 @@ type UploadEvent struct {
 	// ModuleSHA256 is the hex SHA-256 of module.wasm; empty when it could
 	// not be read.
 	ModuleSHA256 string
-	// Outcome is "ok", "rejected" (upload checks or tool list) or "crashed"
-	// (discovery crashed), "canceled" when the caller's context ended the
-	// upload (no verdict on the package), or "error" when the host could
-	// not work.
-	Outcome string
+	// Outcome is OutcomeOK, OutcomeRejected (upload checks or tool list),
+	// OutcomeCrashed (discovery crashed), OutcomeCanceled when the
+	// caller's context ended the upload (no verdict on the package), or
+	// OutcomeError when the host could not work.
+	Outcome Outcome
 	// Codes are the rejection codes, and the crash code when it crashed.
 	Codes    []string
 	Tools    int
@@ -101,7 +101,7 @@ type CallEvent struct {
 
 // reportUpload logs the one line of a Load and tells the observer.
 func (rt *Runtime) reportUpload(ctx context.Context, name string, hash []byte, started time.Time, phases *phaseLog, p *Package, err error) {
-	e := UploadEvent{Package: name, Outcome: "ok", Duration: time.Since(started), Phases: phases.list}
+	e := UploadEvent{Package: name, Outcome: OutcomeOK, Duration: time.Since(started), Phases: phases.list}
 	if hash != nil {
 		e.ModuleSHA256 = hex.EncodeToString(hash)
 	}
@@ -110,25 +110,25 @@ func (rt *Runtime) reportUpload(ctx context.Context, name string, hash []byte, s
 	case err == nil:
 		e.Tools = len(p.tools.Tools())
 	case errors.As(err, &rej):
-		e.Outcome = "rejected"
+		e.Outcome = OutcomeRejected
 		for _, r := range rej.Rejections {
 			e.Codes = append(e.Codes, r.Code)
 		}
 		if rej.Crash != nil {
-			e.Outcome = "crashed"
+			e.Outcome = OutcomeCrashed
 			e.Codes = append(e.Codes, rej.Crash.Reason)
 		}
 	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
-		e.Outcome = "canceled"
+		e.Outcome = OutcomeCanceled
 	default:
-		e.Outcome = "error"
+		e.Outcome = OutcomeError
 	}
-	fields := []zap.Field{zap.String("package", e.Package), zap.String("sha256", e.ModuleSHA256), zap.String("outcome", e.Outcome),
+	fields := []zap.Field{zap.String("package", e.Package), zap.String("sha256", e.ModuleSHA256), zap.String("outcome", string(e.Outcome)),
 		zap.Duration("duration", e.Duration), zap.Int("tools", e.Tools)}
 	if len(e.Codes) > 0 {
 		fields = append(fields, zap.Strings("codes", e.Codes))
 	}
-	if e.Outcome == "error" {
+	if e.Outcome == OutcomeError {
 		fields = append(fields, zap.Error(err))
 	}
 	rt.log.Info("upload", fields...)

@@ -92,7 +92,10 @@ type Config struct {
 //
 //   - A Runtime is safe for concurrent use: load and call from any number
 //     of goroutines.
-//   - Close closes every package loaded through it.
+//   - The Runtime keeps no list of the packages loaded through it. Close
+//     ends them all the same: their calls return ErrClosed, and their
+//     compiled code goes with the runtime's. Package.Close stays safe to
+//     call after it, and is what closes a package's /package directory.
 type Runtime struct {
 	wz       wazero.Runtime
 	cache    wazero.CompilationCache
@@ -200,10 +203,12 @@ func engineConfig(wz wazero.Runtime, maxInstances int, cfg Config) instance.Engi
 	return ec
 }
 
-// Close releases the runtime and every package loaded through it, and
-// removes the /volume/tmp directories it made, those of results not
-// released yet included. It
-// first waits for compilations a caller stopped waiting for (they cannot be
+// Close releases the runtime, with the compiled code of every package
+// loaded through it (their calls then return ErrClosed; Package.Close
+// remains safe and closes each one's /package directory), and removes the
+// /volume/tmp directories it made, those of results not released yet
+// included. It first stops the instances running and waits for them, and
+// for compilations a caller stopped waiting for (they cannot be
 // interrupted, and the structural bounds keep them finite); if ctx ends
 // first, Close returns ctx.Err() and leaves the runtime to them, which is
 // what a process exiting on a signal wants.
