@@ -70,7 +70,7 @@ func TestUploadRejectsIndicesThatMeteringWouldDefine(t *testing.T) {
 // each, the meter's slices doubled up to 2^34 instructions, and the
 // memory.fill loop after them ran 11.9 s against a 200 ms limit. Now a
 // failed growth costs its instructions, slices stay at a few milliseconds
-// and the stop flag ends the instance at its deadline: the command ends
+// and the fuel and tick checks end the instance at its deadline: the command ends
 // as a timeout, not out of fuel, and the runtime never logs an instance
 // that would not stop.
 func TestInflatedFuelDoesNotOutliveTheDeadline(t *testing.T) {

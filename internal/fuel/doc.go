@@ -12,15 +12,21 @@
 // else arm, the code after a loop's back-edge br_if, and the code after
 // the end of a block that something branches to.
 //
-// The stop flag: Instrument appends a second mutable i64 global, exported
-// as subako_fuel_stop, that only the host writes (no instruction of the
-// module as uploaded can name it: Instrument refuses local, global and type
-// indices past the module's own, ErrIndex). Every check tests
-// counter|stop >= 0, and the Meter sets the flag negative when the
-// instance's context ends (deadline or cancellation), so a guest whose
-// fuel accounting was fooled still enters refuel at its next check, where
-// the host ends it. Fuel is the first line of the time limit, the flag the
-// second; each alone stops a runaway guest.
+// The tick: Instrument appends a second mutable i64 global, exported as
+// subako_fuel_tick, and functions with loops cache it in a second local,
+// as they do the counter (no instruction of the module as uploaded can
+// name either: Instrument refuses local, global and type indices past the
+// module's own, ErrIndex). Every check tests counter|tick >= 0. The tick
+// is charged by the code's structure rather than the cost model: at each
+// check, the static cost of the check's region (what can run before that
+// check is passed again, the callees that do not check on entry included),
+// and the dynamic cost of bulk instructions and growths; after a refuel
+// the guest sets it to the grant shifted left by 4. Fuel is the first
+// line of the time limit, the tick the second: a guest whose fuel counter
+// was fooled still returns to Go, where the host checks its context and
+// deadline, within a tick's grant, and nothing on the host side has to
+// run for that (a goroutine could not, while the spinning guest holds up
+// a stop-the-world).
 //
 // The counter is checked only where a guest could otherwise run forever:
 // at loop headers and at the entries of functions that make calls (every

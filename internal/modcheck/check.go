@@ -314,7 +314,7 @@ func (c *checker) declarations() {
 }
 
 // meterGlobals is how many mutable globals fuel.Instrument adds (the
-// counter and the stop flag): the compiler reloads them after every call
+// counter and the tick): the compiler reloads them after every call
 // like the module's own.
 const meterGlobals = 2
 
