@@ -155,4 +155,10 @@ var list = []mutant{
 		from: `			if e.IsDir() {`, to: `			if e.IsDir() || e.Type()&fs.ModeSymlink != 0 {`},
 	{id: "fsmount/unclean-guest", file: "fsmount/fsmount.go",
 		from: `		if !path.IsAbs(m.Guest) || path.Clean(m.Guest) != m.Guest {`, to: `		if !path.IsAbs(m.Guest) {`},
+	{id: "volume/dotdot-allowed", file: "fsmount/volume.go",
+		from: `seg == "" || seg == "." || seg == ".."`, to: `seg == "" || seg == "."`},
+	{id: "volume/prefix-without-slash", file: "fsmount/volume.go",
+		from: `!strings.HasPrefix(p, GuestTmp+"/") && !strings.HasPrefix(p, GuestData+"/")`, to: `!strings.HasPrefix(p, GuestTmp) && !strings.HasPrefix(p, GuestData)`},
+	{id: "volume/nul-allowed", file: "fsmount/volume.go",
+		from: `	if strings.IndexByte(p, 0) >= 0 {`, to: `	if false {`},
 }
