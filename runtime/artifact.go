@@ -247,7 +247,7 @@ func readBounded(path string, limit int64) ([]byte, error) {
 // store that was written to cannot plant code that escapes metering); at
 // another version it replaces it (Package.Opened reports MeteringRederived,
 // and Package.Artifact returns the artifact to save for the next time).
-func (rt *Runtime) Open(ctx context.Context, a *Artifact, path string) (*Package, error) {
+func (rt *Runtime) Open(ctx context.Context, a *Artifact, path string) (p *Package, err error) {
 	started := time.Now()
 	if err := canceled(ctx, "open "+path); err != nil {
 		return nil, err
@@ -262,93 +262,53 @@ func (rt *Runtime) Open(ctx context.Context, a *Artifact, path string) (*Package
 	// loads a stored metered module this host vouches for: on two cores the
 	// hash of a 14 MB module.wasm then adds nothing to Open. Nothing is
 	// returned, let alone run, before both are verified.
-	type read struct {
-		src  *Source
-		hash [sha256.Size]byte
-		err  error
+	reading := readPackage(path, rt.limits.ModuleSize)
+	tools, discover, err := a.restore()
+	if err != nil {
+		return nil, err
 	}
-	reading := make(chan read, 1)
-	go func() {
-		src, err := ReadSource(path, rt.limits.ModuleSize)
-		r := read{src: src, err: err}
-		if err == nil && src.Module != nil {
-			r.hash = sha256.Sum256(src.Module)
+	var compiled wazero.CompiledModule
+	defer func() { // every failure after the compilation leaves it unused
+		if err != nil && compiled != nil {
+			compiled.Close(context.WithoutCancel(ctx))
 		}
-		reading <- r
 	}()
-	verify := func() (*Source, [sha256.Size]byte, error) {
-		r := <-reading
-		if r.err != nil {
-			return nil, r.hash, r.err
-		}
-		if r.src.Module == nil || hex.EncodeToString(r.hash[:]) != a.ModuleSHA256 {
-			return nil, r.hash, fmt.Errorf("%s: module.wasm does not match the artifact (sha256 %s, artifact %s): the package changed since its upload", path, hex.EncodeToString(r.hash[:]), a.ModuleSHA256)
-		}
-		return r.src, r.hash, nil
-	}
 	var (
-		src      *Source
-		hash     [sha256.Size]byte
-		metered  []byte
-		how      string
-		compiled wazero.CompiledModule
-		err      error
+		src        *Source
+		hash       [sha256.Size]byte
+		metered    = a.Metered
+		how        = MeteringStored
+		errCompile error
 	)
 	if rt.vouchesFor(a) {
-		metered, how = a.Metered, MeteringStored
-		compiled, err = rt.compileModule(ctx, metered, rt.limits.CompileTimeout)
-		var verr error
-		if src, hash, verr = verify(); verr != nil {
-			if err == nil {
-				compiled.Close(ctx)
-			}
-			return nil, verr
+		compiled, errCompile = rt.compiler.Compile(ctx, metered, rt.limits.CompileTimeout)
+		if src, hash, err = (<-reading).verify(a, path); err != nil {
+			return nil, err
 		}
 	} else {
-		if src, hash, err = verify(); err != nil {
+		if src, hash, err = (<-reading).verify(a, path); err != nil {
 			return nil, err
 		}
 		if metered, how, err = rt.meterAgain(ctx, a, src.Module, hash); err != nil {
 			return nil, err
 		}
-		compiled, err = rt.compileModule(ctx, metered, rt.limits.CompileTimeout)
+		compiled, errCompile = rt.compiler.Compile(ctx, metered, rt.limits.CompileTimeout)
 	}
-	if cerr := canceled(ctx, "open "+path); cerr != nil {
-		if err == nil {
-			compiled.Close(context.WithoutCancel(ctx))
-		}
-		return nil, cerr
+	if err := canceled(ctx, "open "+path); err != nil {
+		return nil, err
 	}
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, fmt.Errorf("compiling the artifact's module: %w", err)
+	if errCompile != nil {
+		return nil, fmt.Errorf("compiling the artifact's module: %w", rejection(errCompile))
 	}
 	src.Manifest, src.HasAssets = a.Manifest, a.HasAssets
-	tools := make([]protocol.Tool, len(a.Tools))
-	for i, raw := range a.Tools {
-		tools[i] = protocol.ParseTool(raw)
+	p = &Package{
+		rt:        rt,
+		checked:   newChecked(src, hash, metered, compiled), // the Package holds the only reference
+		name:      a.Name,
+		tools:     tools,
+		discovery: Discovery{Result: discover},
+		Opened:    &Opened{Metering: how, ArtifactMetering: a.Metering, ArtifactRunner: a.Runner, Duration: time.Since(started)},
 	}
-	set, problems := protocol.ValidateTools(tools, 0)
-	if len(problems) > 0 {
-		compiled.Close(ctx)
-		return nil, fmt.Errorf("the artifact's tool list does not validate: %v", problems[0])
-	}
-	p := &Package{
-		rt:      rt,
-		checked: newChecked(src, hash, metered, compiled), // the Package holds the only reference
-		name:    a.Name,
-		tools:   set,
-		Opened:  &Opened{Metering: how, ArtifactMetering: a.Metering, ArtifactRunner: a.Runner},
-	}
-	if len(a.Discover) > 0 {
-		if p.discovery.Result, err = protocol.ParseDiscover(a.Discover); err != nil {
-			compiled.Close(ctx)
-			return nil, fmt.Errorf("the artifact's discover result: %v", err)
-		}
-	}
-	p.Opened.Duration = time.Since(started)
 	fields := []zap.Field{zap.String("package", a.Name), zap.String("metering", how), zap.Duration("duration", p.Opened.Duration)}
 	if how == MeteringRederived {
 		rt.log.Info("package opened from an artifact of another metering version: module.wasm metered again (save pkg.Artifact() to skip this next time)",
@@ -357,6 +317,62 @@ func (rt *Runtime) Open(ctx context.Context, a *Artifact, path string) (*Package
 		rt.log.Debug("package opened from artifact", fields...)
 	}
 	return p, nil
+}
+
+// restore is the artifact's tool list and discover result, as they were
+// when the package was uploaded; parsed before anything is compiled, so
+// that an artifact that does not restore costs no compilation.
+func (a *Artifact) restore() (*protocol.ToolSet, protocol.DiscoverResult, error) {
+	tools := make([]protocol.Tool, len(a.Tools))
+	for i, raw := range a.Tools {
+		tools[i] = protocol.ParseTool(raw)
+	}
+	set, problems := protocol.ValidateTools(tools, 0)
+	if len(problems) > 0 {
+		return nil, protocol.DiscoverResult{}, fmt.Errorf("the artifact's tool list does not validate: %v", problems[0])
+	}
+	var discover protocol.DiscoverResult
+	if len(a.Discover) > 0 {
+		var err error
+		if discover, err = protocol.ParseDiscover(a.Discover); err != nil {
+			return nil, protocol.DiscoverResult{}, fmt.Errorf("the artifact's discover result: %v", err)
+		}
+	}
+	return set, discover, nil
+}
+
+// packageRead is a package read from disk and its module hashed.
+type packageRead struct {
+	src  *Source
+	hash [sha256.Size]byte
+	err  error
+}
+
+// readPackage reads and hashes the package at path on a goroutine of its
+// own; the channel delivers the result once.
+func readPackage(path string, maxModuleSize int64) <-chan packageRead {
+	reading := make(chan packageRead, 1)
+	go func() {
+		src, err := ReadSource(path, maxModuleSize)
+		r := packageRead{src: src, err: err}
+		if err == nil && src.Module != nil {
+			r.hash = sha256.Sum256(src.Module)
+		}
+		reading <- r
+	}()
+	return reading
+}
+
+// verify returns the package read when its module is the one the artifact
+// names.
+func (r packageRead) verify(a *Artifact, path string) (*Source, [sha256.Size]byte, error) {
+	if r.err != nil {
+		return nil, r.hash, r.err
+	}
+	if r.src.Module == nil || hex.EncodeToString(r.hash[:]) != a.ModuleSHA256 {
+		return nil, r.hash, fmt.Errorf("%s: module.wasm does not match the artifact (sha256 %s, artifact %s): the package changed since its upload", path, hex.EncodeToString(r.hash[:]), a.ModuleSHA256)
+	}
+	return r.src, r.hash, nil
 }
 
 // How Open obtained the metered module that runs (Opened.Metering).
@@ -412,9 +428,9 @@ func (rt *Runtime) meterAgain(ctx context.Context, a *Artifact, module []byte, h
 	if ps := modcheck.CheckStructure(module, rt.checkOptions(rt.limits)); len(ps) > 0 {
 		return nil, "", fmt.Errorf("the package's module is over a structural bound: %s", ps[0])
 	}
-	metered, err := rt.meter(ctx, module, rt.limits) // validated as at upload: a store is not trusted
+	metered, err := rt.compiler.Meter(ctx, module, rt.limits.CompileTimeout) // validated as at upload: a store is not trusted
 	if err != nil {
-		return nil, "", fmt.Errorf("module.wasm cannot be metered: %w", err)
+		return nil, "", fmt.Errorf("module.wasm cannot be metered: %w", rejection(err))
 	}
 	how := MeteringRederived
 	if a.Metering == fuel.MeteringVersion {

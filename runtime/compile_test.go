@@ -65,12 +65,12 @@ func holdCompilations(t *testing.T, rt *Runtime, onHold func()) (release func())
 	ch := make(chan struct{})
 	var once sync.Once
 	release = func() { once.Do(func() { close(ch) }) }
-	rt.beforeCompile = func() {
+	rt.compiler.SetBeforeCompile(func() {
 		if onHold != nil {
 			onHold()
 		}
 		<-ch
-	}
+	})
 	t.Cleanup(release)
 	return release
 }

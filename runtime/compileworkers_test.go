@@ -22,10 +22,10 @@ func TestCompilationWorkers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := workers; want > 0 && rt.workers != want {
-			t.Errorf("workers %d resolved to %d", workers, rt.workers)
-		} else if workers == 0 && rt.workers < 1 {
-			t.Errorf("the default resolved to %d", rt.workers)
+		if want := workers; want > 0 && rt.compiler.Workers() != want {
+			t.Errorf("workers %d resolved to %d", workers, rt.compiler.Workers())
+		} else if workers == 0 && rt.compiler.Workers() < 1 {
+			t.Errorf("the default resolved to %d", rt.compiler.Workers())
 		}
 		// A module no cache has seen: this Load compiles.
 		dir := makePackage(t, writeTemp(t, withCustomSection(module, "workers")), nil)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/subako/subako-runner/internal/compile"
 	"github.com/subako/subako-runner/internal/instance"
 	"github.com/subako/subako-runner/internal/modcheck"
 	"github.com/subako/subako-runner/protocol"
@@ -35,7 +36,7 @@ const (
 	CodeModuleTooComplex  = modcheck.CodeModuleTooComplex
 	// CodeCompileTimeout: compiling the module to machine code took longer
 	// than limits.CompileTimeout.
-	CodeCompileTimeout      = "compile_timeout"
+	CodeCompileTimeout      = compile.CodeCompileTimeout
 	CodeDiscoverUnsupported = protocol.CodeDiscoverUnsupported
 	CodeInvalidTool         = protocol.CodeInvalidTool
 	CodeDuplicateTool       = protocol.CodeDuplicateTool
@@ -108,6 +109,25 @@ type Crash struct {
 }
 
 func (c *Crash) Error() string { return fmt.Sprintf("module crashed (%s): %s", c.Reason, c.Message) }
+
+// rejection is err, with a module the compiler refused turned into the
+// embedder's *RejectedError.
+func rejection(err error) error {
+	var rej *compile.Rejected
+	if errors.As(err, &rej) {
+		return &RejectedError{Rejections: []Rejection{{Code: rej.Code, Message: rej.Message}}}
+	}
+	return err
+}
+
+// rejectedOf is the rejection of the problems the module checks found.
+func rejectedOf(ps []modcheck.Problem) *RejectedError {
+	rej := &RejectedError{Rejections: make([]Rejection, len(ps))}
+	for i, p := range ps {
+		rej.Rejections[i] = Rejection{Code: p.Code, Message: p.Message}
+	}
+	return rej
+}
 
 // crashOf is the embedder's Crash of an instance's crash; nil for none.
 func crashOf(c *instance.Crash) *Crash {

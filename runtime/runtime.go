@@ -8,14 +8,12 @@ import (
 	"fmt"
 	goruntime "runtime"
 	"sync"
-	"time"
 
+	"github.com/subako/subako-runner/internal/compile"
 	"github.com/subako/subako-runner/internal/instance"
 	"github.com/subako/subako-runner/internal/tmpvol"
 
 	"github.com/tetratelabs/wazero"
-	"github.com/tetratelabs/wazero/api"
-	"github.com/tetratelabs/wazero/experimental"
 	"go.uber.org/zap"
 
 	"github.com/subako/subako-runner/hostmod/subakohttp"
@@ -105,23 +103,13 @@ type Runtime struct {
 	// eng starts every module instance: it holds the admission gate that
 	// Close shuts, the memory pool and the trace's numbering.
 	eng *instance.Engine
+	// compiler validates, meters and compiles modules (internal/compile).
+	compiler *compile.Compiler
 	// meterings are the meterings this host derived itself (Open).
 	meterings *meteringRecords
-	// compiling counts the compilations in flight; Close waits for them.
-	compiling sync.WaitGroup
-	// validators validates modules as uploaded, before metering (validate.go).
-	validators validators
-	// compileLocks serialises compilations of the same bytes (compilelock.go).
-	compileLocks compileLocks
-	// beforeCompile, when set (by tests), runs on the compiling goroutine
-	// before wazero starts: a test holds a compilation there to show that
-	// callers do not wait for it.
-	beforeCompile func()
 
 	progressFn func(ProgressEvent)
 	volumes    *tmpvol.Pool
-	// workers is Config.CompilationWorkers, resolved.
-	workers int
 }
 
 // New creates a Runtime.
@@ -137,23 +125,17 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	rc := wazero.NewRuntimeConfig().
-		WithCoreFeatures(api.CoreFeaturesV2).
-		// The per-instance allocator enforces each call's own limit; this is
-		// the ceiling for all of them (4 GiB, all a 32-bit module can use).
-		WithMemoryLimitPages(65536)
-	// No WithCloseOnContextDone: every module is fuel-metered (internal/fuel)
-	// and the refuel host function, entered about every millisecond, checks
-	// the deadline at a fraction of that option's cost.
+	rc := compile.RuntimeConfig()
 	maxInstances := cfg.MaxInstances
 	if maxInstances == 0 {
 		maxInstances = goruntime.NumCPU()
 	}
 	rt := &Runtime{log: log, limits: lim, observer: cfg.Observer,
 		meterings:  newMeteringRecords(cfg.CompilationCacheDir),
-		progressFn: cfg.Progress, workers: cfg.CompilationWorkers}
-	if rt.workers <= 0 {
-		rt.workers = goruntime.NumCPU()
+		progressFn: cfg.Progress}
+	workers := cfg.CompilationWorkers
+	if workers <= 0 {
+		workers = goruntime.NumCPU()
 	}
 	if cfg.CompilationCacheDir != "" {
 		cache, err := wazero.NewCompilationCacheWithDir(cfg.CompilationCacheDir)
@@ -173,6 +155,9 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	rt.volumes = volumes
 	rt.wz = wazero.NewRuntimeWithConfig(ctx, rc)
 	rt.eng = instance.NewEngine(engineConfig(rt.wz, maxInstances, cfg))
+	rt.compiler = compile.New(compile.Config{Runtime: rt.wz, CacheDir: cfg.CompilationCacheDir, Workers: workers, Log: log,
+		IsClosed: rt.eng.IsClosed, Closed: ErrClosed, Phase: phase,
+		Known: func(module [sha256.Size]byte) bool { return rt.meterings.known(module, fuel.MeteringVersion) }})
 	if _, err := wasi.Instantiate(ctx, rt.wz); err != nil {
 		rt.Close(ctx)
 		return nil, fmt.Errorf("defining wasi_snapshot_preview1: %w", err)
@@ -218,7 +203,7 @@ func (rt *Runtime) Close(ctx context.Context) error {
 	instances := rt.eng.Close()
 	idle := make(chan struct{})
 	go func() {
-		rt.compiling.Wait()
+		rt.compiler.Wait()
 		<-instances
 		close(idle)
 	}()
@@ -227,7 +212,7 @@ func (rt *Runtime) Close(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	err := errors.Join(rt.wz.Close(ctx), rt.validators.close(ctx))
+	err := errors.Join(rt.wz.Close(ctx), rt.compiler.Close(ctx))
 	if rt.cache != nil {
 		err = errors.Join(err, rt.cache.Close(ctx))
 	}
@@ -365,105 +350,19 @@ func (rt *Runtime) checkOptions(lim limits.Limits) modcheck.Options {
 func (rt *Runtime) compile(ctx context.Context, module []byte, lim limits.Limits, structure bool) ([]byte, wazero.CompiledModule, error) {
 	if structure {
 		if ps := modcheck.CheckStructure(module, rt.checkOptions(lim)); len(ps) > 0 {
-			rej := make([]Rejection, len(ps))
-			for i, p := range ps {
-				rej[i] = Rejection{Code: p.Code, Message: p.Message}
-			}
-			return nil, nil, &RejectedError{Rejections: rej}
+			return nil, nil, rejectedOf(ps)
 		}
 	}
 	defer rt.progress(StepCompile, len(module))()
-	metered, err := rt.meter(ctx, module, lim)
+	metered, err := rt.compiler.Meter(ctx, module, lim.CompileTimeout)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, rejection(err)
 	}
 	endCompile := phase(ctx, "compile")
-	compiled, err := rt.compileModule(ctx, metered, lim.CompileTimeout)
+	compiled, err := rt.compiler.Compile(ctx, metered, lim.CompileTimeout)
 	endCompile()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, rejection(err)
 	}
 	return metered, compiled, nil
-}
-
-// compileModule compiles wasm with wazero, but returns as soon as ctx is
-// done (with ctx.Err()) or timeout passes (a compile_timeout rejection).
-// wazero's compiler does not watch the context, so the compilation itself
-// goes on, on its own goroutine, and is closed when it finishes; the
-// structural checks bound how long that can be.
-func (rt *Runtime) compileModule(ctx context.Context, wasm []byte, timeout time.Duration) (wazero.CompiledModule, error) {
-	return rt.compileWith(ctx, rt.wz, wasm, timeout, "the module does not compile")
-}
-
-// compileWith is compileModule on the wazero runtime wz; a module wz
-// refuses is an invalid_module rejection whose message starts with what.
-func (rt *Runtime) compileWith(ctx context.Context, wz wazero.Runtime, wasm []byte, timeout time.Duration, what string) (wazero.CompiledModule, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err // no compilation for a caller who is gone
-	}
-	type result struct {
-		compiled wazero.CompiledModule
-		err      error
-	}
-	done := make(chan result, 1)
-	var mu sync.Mutex
-	gaveUp := false // under mu: nobody will receive from done
-	rt.compiling.Add(1)
-	go func() {
-		defer rt.compiling.Done()
-		if rt.beforeCompile != nil {
-			rt.beforeCompile()
-		}
-		// On the runtime with the file cache, the same bytes take turns
-		// (compilelock.go; the validator has no file cache); a damaged
-		// cache entry is the host's fault (cachefault.go).
-		unlock := func() {}
-		if wz == rt.wz {
-			unlock = rt.compileLocks.lock(wasm)
-		}
-		c, err := rt.compileCached(experimental.WithCompilationWorkers(context.WithoutCancel(ctx), rt.workers), wz, wasm)
-		unlock()
-		mu.Lock()
-		defer mu.Unlock()
-		if gaveUp {
-			if c != nil {
-				_ = c.Close(context.Background())
-			}
-			return
-		}
-		done <- result{c, err}
-	}()
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	abandon := func() {
-		mu.Lock()
-		defer mu.Unlock()
-		gaveUp = true
-		select {
-		case r := <-done: // finished just now
-			if r.compiled != nil {
-				_ = r.compiled.Close(context.Background())
-			}
-		default:
-		}
-	}
-	select {
-	case r := <-done:
-		if r.err != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			if host := (*hostCompileError)(nil); errors.As(r.err, &host) {
-				return nil, host.err // the host's fault, not the module's
-			}
-			return nil, &RejectedError{Rejections: []Rejection{{CodeInvalidModule, fmt.Sprintf("%s: %v", what, r.err)}}}
-		}
-		return r.compiled, nil
-	case <-ctx.Done():
-		abandon()
-		return nil, ctx.Err()
-	case <-timer.C:
-		abandon()
-		return nil, &RejectedError{Rejections: []Rejection{{CodeCompileTimeout, fmt.Sprintf("compiling the module took longer than the compile timeout of %v: split its largest functions or reduce their blocks and loops", timeout)}}}
-	}
 }

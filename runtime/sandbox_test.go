@@ -58,7 +58,7 @@ func TestUploadRejectsIndicesThatMeteringWouldDefine(t *testing.T) {
 			}
 			// Each line holds alone: the validation of the module as
 			// uploaded, without the rewriter's own index check.
-			if err := rt.validateModule(context.Background(), tt.m.Bytes(), rt.limits); !errors.As(err, &rej) {
+			if err := rejection(rt.compiler.Validate(context.Background(), tt.m.Bytes(), rt.limits.CompileTimeout)); !errors.As(err, &rej) {
 				t.Fatalf("validateModule: %v; want a rejection", err)
 			}
 		})

@@ -1,16 +1,16 @@
-package runtime
+package compile
 
 import (
 	"context"
 	"crypto/sha256"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/tetratelabs/wazero"
-	"github.com/tetratelabs/wazero/api"
 
 	"github.com/subako/subako-runner/internal/fuel"
-	"github.com/subako/subako-runner/limits"
+	"github.com/subako/subako-runner/internal/modcheck"
 )
 
 // validators holds the wazero runtime that validates modules as uploaded.
@@ -42,7 +42,7 @@ func (v *validators) get(ctx context.Context) wazero.Runtime {
 			return
 		}
 		v.wz = wazero.NewRuntimeWithConfig(context.WithoutCancel(ctx), wazero.NewRuntimeConfigInterpreter().
-			WithCoreFeatures(api.CoreFeaturesV2).WithMemoryLimitPages(65536))
+			WithCoreFeatures(features).WithMemoryLimitPages(maxPages))
 	})
 	return v.wz
 }
@@ -57,41 +57,41 @@ func (v *validators) close(ctx context.Context) error {
 	return v.wz.Close(ctx)
 }
 
-// validateModule validates module as uploaded, in full, as wazero's
-// compiler would: a module it refuses is an invalid_module rejection
-// naming what is wrong and where.
-func (rt *Runtime) validateModule(ctx context.Context, module []byte, lim limits.Limits) error {
-	wz := rt.validators.get(ctx)
+// Validate validates module as uploaded, in full, as wazero's compiler
+// would: a module it refuses is an invalid_module rejection naming what
+// is wrong and where.
+func (c *Compiler) Validate(ctx context.Context, module []byte, timeout time.Duration) error {
+	wz := c.validators.get(ctx)
 	if wz == nil {
-		return closedError("validate") // the runtime closed first
+		return fmt.Errorf("validate: %w", c.closedErr) // the runtime closed first
 	}
-	c, err := rt.compileWith(ctx, wz, module, lim.CompileTimeout, "the module is not valid WebAssembly")
+	compiled, err := c.compileWith(ctx, wz, module, timeout, "the module is not valid WebAssembly")
 	if err != nil {
 		return err
 	}
-	return c.Close(context.WithoutCancel(ctx))
+	return compiled.Close(context.WithoutCancel(ctx))
 }
 
-// meter validates module as uploaded and injects fuel metering: every
+// Meter validates module as uploaded and injects fuel metering: every
 // module the runtime meters passes through here.
 //
-// A module this host metered before at this metering version (a record in
-// rt.meterings, kept beside the compilation cache) was validated then, and
-// is not validated again: the records are as trusted as the machine code
-// next to them.
-func (rt *Runtime) meter(ctx context.Context, module []byte, lim limits.Limits) ([]byte, error) {
-	if !rt.meterings.known(sha256.Sum256(module), fuel.MeteringVersion) {
-		endValidate := phase(ctx, "validate")
-		err := rt.validateModule(ctx, module, lim)
+// A module this host metered before at this metering version (Config.Known:
+// the runtime's records, kept beside the compilation cache) was validated
+// then, and is not validated again: the records are as trusted as the
+// machine code next to them.
+func (c *Compiler) Meter(ctx context.Context, module []byte, timeout time.Duration) ([]byte, error) {
+	if c.known == nil || !c.known(sha256.Sum256(module)) {
+		endValidate := c.phase(ctx, "validate")
+		err := c.Validate(ctx, module, timeout)
 		endValidate()
 		if err != nil {
 			return nil, err
 		}
 	}
-	defer phase(ctx, "meter")()
+	defer c.phase(ctx, "meter")()
 	metered, err := fuel.Instrument(module)
 	if err != nil {
-		return nil, &RejectedError{Rejections: []Rejection{{CodeInvalidModule, fmt.Sprintf("the module cannot be metered: %v", err)}}}
+		return nil, &Rejected{modcheck.CodeInvalidModule, fmt.Sprintf("the module cannot be metered: %v", err)}
 	}
 	return metered, nil
 }

@@ -1,4 +1,4 @@
-package runtime
+package compile
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 
 	"github.com/tetratelabs/wazero"
-	"github.com/tetratelabs/wazero/api"
 	"go.uber.org/zap"
 )
 
@@ -22,7 +21,7 @@ func (e *hostCompileError) Error() string { return e.err.Error() }
 func (e *hostCompileError) Unwrap() error { return e.err }
 
 // compileCached is wz.CompileModule with the faults of the host kept the
-// host's. A compilation through the on-disk cache (Config.CompilationCacheDir)
+// host's. A compilation through the on-disk cache (the runtime's Config.CompilationCacheDir)
 // fails when the cache's entry for the module is damaged (wazero:
 // "compilationcache: checksum mismatch", a truncated or unreadable file)
 // or cannot be written; wazero neither drops such an entry nor compiles
@@ -37,43 +36,23 @@ func (e *hostCompileError) Unwrap() error { return e.err }
 // (the same key, a sound file) replaces the damaged one, the module is
 // compiled again through the runtime's cache, and the fault is logged. A
 // cache that still fails is a host error, never a rejection.
-func (rt *Runtime) compileCached(ctx context.Context, wz wazero.Runtime, wasm []byte) (wazero.CompiledModule, error) {
-	c, err := wz.CompileModule(ctx, wasm)
+func (c *Compiler) compileCached(ctx context.Context, wz wazero.Runtime, wasm []byte) (wazero.CompiledModule, error) {
+	compiled, err := wz.CompileModule(ctx, wasm)
 	if err == nil {
-		return c, nil
+		return compiled, nil
 	}
-	if rt.eng.IsClosed() {
-		return nil, &hostCompileError{closedError("compile")}
+	if c.isClosed() {
+		return nil, &hostCompileError{fmt.Errorf("compile: %w", c.closedErr)}
 	}
-	dir := rt.cacheDir()
-	if wz != rt.wz || rt.cache == nil || dir == "" {
+	if wz != c.wz || c.cacheDir == "" {
 		return nil, err
 	}
-	return rt.recompile(ctx, wasm, dir, err)
-}
-
-// cacheDir is Config.CompilationCacheDir ("" without one); the metering
-// records live in a directory of their own inside it.
-func (rt *Runtime) cacheDir() string {
-	if rt.meterings.dir == "" {
-		return ""
-	}
-	return filepath.Dir(rt.meterings.dir)
-}
-
-// scratchConfig is the configuration of the runtime's wazero runtime
-// (New) without the cache: the cache's key for a module depends on it (on
-// the features and on whether the engine ensures termination), so the
-// scratch compilation's entry has the damaged entry's name only while the
-// two agree. Were they to differ, the damaged entry would not be found and
-// the compilation again would fail: a host error, never a rejection.
-func scratchConfig() wazero.RuntimeConfig {
-	return wazero.NewRuntimeConfig().WithCoreFeatures(api.CoreFeaturesV2).WithMemoryLimitPages(65536)
+	return c.recompile(ctx, wasm, c.cacheDir, err)
 }
 
 // recompile handles a compilation through the cache in dir that failed
 // with cause (see compileCached).
-func (rt *Runtime) recompile(ctx context.Context, wasm []byte, dir string, cause error) (wazero.CompiledModule, error) {
+func (c *Compiler) recompile(ctx context.Context, wasm []byte, dir string, cause error) (wazero.CompiledModule, error) {
 	// The scratch cache sits beside the real one when it can (a rename
 	// then moves its entry across), in the temporary directory otherwise.
 	scratch, err := os.MkdirTemp(dir, ".recompile-")
@@ -83,7 +62,7 @@ func (rt *Runtime) recompile(ctx context.Context, wasm []byte, dir string, cause
 		}
 	}
 	defer os.RemoveAll(scratch)
-	fresh, err := rt.scratchCompile(ctx, wasm, scratch)
+	fresh, err := c.scratchCompile(ctx, wasm, scratch)
 	if err != nil {
 		return nil, cause // the module's own failure, with or without a cache
 	}
@@ -100,34 +79,34 @@ func (rt *Runtime) recompile(ctx context.Context, wasm []byte, dir string, cause
 			}
 		}
 	}
-	c, err := rt.wz.CompileModule(ctx, wasm)
+	compiled, err := c.wz.CompileModule(ctx, wasm)
 	if err != nil {
-		if rt.eng.IsClosed() {
-			return nil, &hostCompileError{closedError("compile")}
+		if c.isClosed() {
+			return nil, &hostCompileError{fmt.Errorf("compile: %w", c.closedErr)}
 		}
 		return nil, &hostCompileError{fmt.Errorf("compilation cache %s: the module compiles without it, but not through it (%v; again: %w): remove the cache's damaged entry", dir, cause, err)}
 	}
-	rt.log.Warn("compilation cache failed for a module that compiles: its entry was replaced and the module compiled again",
+	c.log.Warn("compilation cache failed for a module that compiles: its entry was replaced and the module compiled again",
 		zap.String("cache", dir), zap.String("entry", entry), zap.Bool("replaced", replaced), zap.Error(cause))
-	return c, nil
+	return compiled, nil
 }
 
 // scratchCompile compiles wasm on a runtime of its own whose cache is in
 // scratch, and returns the path of the one entry that compilation wrote
 // there ("" when it wrote none).
-func (rt *Runtime) scratchCompile(ctx context.Context, wasm []byte, scratch string) (string, error) {
+func (c *Compiler) scratchCompile(ctx context.Context, wasm []byte, scratch string) (string, error) {
 	cache, err := wazero.NewCompilationCacheWithDir(scratch)
 	if err != nil {
 		return "", err
 	}
 	defer cache.Close(ctx)
-	wz := wazero.NewRuntimeWithConfig(ctx, scratchConfig().WithCompilationCache(cache))
+	wz := wazero.NewRuntimeWithConfig(ctx, RuntimeConfig().WithCompilationCache(cache))
 	defer wz.Close(ctx)
-	c, err := wz.CompileModule(ctx, wasm)
+	compiled, err := wz.CompileModule(ctx, wasm)
 	if err != nil {
 		return "", err
 	}
-	_ = c.Close(ctx)
+	_ = compiled.Close(ctx)
 	var entry string
 	found := errors.New("found")
 	err = filepath.WalkDir(scratch, func(p string, d fs.DirEntry, err error) error {
