@@ -6,7 +6,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"strings"
 	"syscall"
 
 	"github.com/subako/subako-runner/fsmount"
@@ -17,23 +16,9 @@ import (
 // outputs, volume:/// links in the view) to an instance's /volume mounts.
 type VolumeFiles struct{ mounts *fsmount.Set }
 
-// check picks out paths that name a /volume mount at all; confinement
-// inside the mount is os.Root's job (fsmount), not this string test's.
-func (v VolumeFiles) check(guestPath string) error {
-	if !strings.HasPrefix(guestPath, "/volume/tmp/") && !strings.HasPrefix(guestPath, "/volume/data/") {
-		return fmt.Errorf("%q is not under /volume/tmp or /volume/data", guestPath)
-	}
-	for _, seg := range strings.Split(guestPath, "/")[1:] {
-		if seg == "" || seg == "." || seg == ".." {
-			return fmt.Errorf("%q is not a clean absolute path (no empty, \".\" or \"..\" segments)", guestPath)
-		}
-	}
-	return nil
-}
-
 // OpenFile implements subakohttp.Files.
 func (v VolumeFiles) OpenFile(guestPath string, flag int, perm fs.FileMode) (*os.File, error) {
-	if err := v.check(guestPath); err != nil {
+	if err := fsmount.CheckVolumePath(guestPath); err != nil {
 		return nil, err
 	}
 	return v.mounts.OpenFile(guestPath, flag, perm)
@@ -43,7 +28,7 @@ func (v VolumeFiles) OpenFile(guestPath string, flag int, perm fs.FileMode) (*os
 // through the confined mount, and its first bytes are read from that open
 // file, so what is sniffed is what the path resolves to inside the mount.
 func (v VolumeFiles) ResolveVolume(guestPath string) (protocol.VolumeFile, error) {
-	if err := v.check(guestPath); err != nil {
+	if err := fsmount.CheckVolumePath(guestPath); err != nil {
 		return protocol.VolumeFile{}, err
 	}
 	// O_NONBLOCK: opening a FIFO must not wait for a writer.
