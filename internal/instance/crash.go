@@ -3,7 +3,6 @@ package instance
 import (
 	"errors"
 	"fmt"
-	"unicode/utf8"
 
 	"github.com/subako/subako-runner/protocol"
 )
@@ -35,19 +34,6 @@ func (c *Crash) Error() string { return fmt.Sprintf("module crashed (%s): %s", c
 // the backstop that keeps any message, whatever it quotes, from carrying
 // a guest's megabytes into logs, reports and the model's context.
 const MaxCrashMessage = 2048
-
-// boundMessage cuts s to MaxCrashMessage bytes on a UTF-8 boundary, with an
-// ellipsis saying how long it was.
-func boundMessage(s string) string {
-	if len(s) <= MaxCrashMessage {
-		return s
-	}
-	cut := MaxCrashMessage
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return fmt.Sprintf("%s… (%d bytes)", s[:cut], len(s))
-}
 
 // ErrMessage is the message of a protocol error without its code (the
 // crash carries the code), or err's text.

@@ -6,7 +6,9 @@ import (
 	"unicode/utf8"
 )
 
-func TestBoundMessage(t *testing.T) {
+// A crash's message is bounded on a UTF-8 boundary, with an ellipsis
+// saying how long it was.
+func TestCrashMessageIsBounded(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
 		name string
@@ -19,7 +21,8 @@ func TestBoundMessage(t *testing.T) {
 		{"four-byte runes", strings.Repeat("😀", MaxCrashMessage)},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			got := boundMessage(tt.in)
+			in := &Instance{stderr: newStderrTail(16, nil)}
+			got := in.newCrash(ReasonTrap, tt.in).Message
 			if len(tt.in) <= MaxCrashMessage {
 				if got != tt.in {
 					t.Fatalf("a message within the bound was changed: %q", got)
@@ -27,10 +30,10 @@ func TestBoundMessage(t *testing.T) {
 				return
 			}
 			if !utf8.ValidString(got) || len(got) > MaxCrashMessage+32 || !strings.HasSuffix(got, " bytes)") {
-				t.Fatalf("boundMessage gave %d bytes, valid UTF-8 %v, ending %q", len(got), utf8.ValidString(got), got[max(0, len(got)-20):])
+				t.Fatalf("the message is %d bytes, valid UTF-8 %v, ending %q", len(got), utf8.ValidString(got), got[max(0, len(got)-20):])
 			}
 			if prefix, _, _ := strings.Cut(got, "…"); !strings.HasPrefix(tt.in, prefix) || len(prefix) < MaxCrashMessage-utf8.UTFMax {
-				t.Fatalf("boundMessage kept %d bytes of the start", len(prefix))
+				t.Fatalf("the message kept %d bytes of the start", len(prefix))
 			}
 		})
 	}

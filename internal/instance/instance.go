@@ -261,7 +261,7 @@ func (in *Instance) EndCrash(err error) *Crash {
 
 // newCrash builds a crash report with the stderr tail as it is now.
 func (in *Instance) newCrash(reason, message string) *Crash {
-	return &Crash{Reason: reason, Message: boundMessage(message), Stderr: in.stderr.String()}
+	return &Crash{Reason: reason, Message: text.Bound(message, MaxCrashMessage), Stderr: in.stderr.String()}
 }
 
 // Canceled is the error of work that the caller's context ended before it
