@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -33,6 +34,15 @@ import (
 
 const guests = "../testdata/guests/"
 
+// compiledCache is wazero's compilation cache for every runtime of this
+// binary: each test's runtime would otherwise compile its Go guest again
+// (seconds each, many more under -race).
+var compiledCache string
+
+func TestMain(m *testing.M) {
+	os.Exit(testguest.RunWithCompilationCache(m, &compiledCache))
+}
+
 type fixture struct {
 	rt     *runtime.Runtime
 	spans  *tracetest.InMemoryExporter
@@ -49,7 +59,7 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.rt, err = runtime.New(context.Background(), runtime.Config{Observer: obs})
+	f.rt, err = runtime.New(context.Background(), runtime.Config{Observer: obs, CompilationCacheDir: compiledCache})
 	if err != nil {
 		t.Fatal(err)
 	}
