@@ -424,11 +424,11 @@ func TestPackageSetRefusesATamperedStore(t *testing.T) {
 		}
 	}
 	// The untouched store opens through the set: the refusals were the
-	// tampering's.
+	// tampering's. (Through a PackageLoaderFunc: a function is a loader.)
 	for _, name := range []string{artifactJSON, artifactMetered} {
 		writeStoreFile(t, filepath.Join(d.Artifacts, "k0", name), readFile(t, filepath.Join(saved, name)))
 	}
-	if err := greetVia(newSet(t, rt, PackageSetConfig{Loader: d}), "k0"); err != nil {
+	if err := greetVia(newSet(t, rt, PackageSetConfig{Loader: PackageLoaderFunc(d.LoadPackage)}), "k0"); err != nil {
 		t.Fatal(err)
 	}
 }
