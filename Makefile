@@ -38,16 +38,22 @@ vet:
 
 # Two passes: every test and example, then the race detector over the tests
 # (not the examples: they are documentation, each compiling its own guest)
-# that do not need a large or slow guest (-short). The -race pass reuses the
+# that do not need a large or slow guest, an external toolchain, a node
+# client or the separately built binary (-short). The -race pass reuses the
 # machine code compiled by the first pass (the same code, and compiling under
-# -race is slow), so the target stays well under ten minutes on 2 cores.
+# -race is slow).
+# go test starts the test binaries in the order of its arguments, at most
+# two at a time on 2 cores: SLOW_TESTS, the packages that run longest, come
+# first so that none of them starts last with the other core idle.
+# -vet=off: the vet target has already run every check over the same code.
 TEST_CACHE := $(CURDIR)/.cache/compiled
+SLOW_TESTS := ./runtime ./cmd/subako-runner ./internal/fuel ./wasi
 
 test: fmt-check vet mcp-clients
 	@command -v chromium >/dev/null 2>&1 || command -v "$$SUBAKO_CHROMIUM" >/dev/null 2>&1 || \
 	  echo '*** chromium is not installed: the browser tests of inspect are SKIPPED (apt-get install chromium; .ci/run installs it, and in CI they fail without it) ***' >&2
-	SUBAKO_TEST_COMPILATION_CACHE=$(TEST_CACHE) $(GO) test -timeout 15m ./...
-	SUBAKO_TEST_COMPILATION_CACHE=$(TEST_CACHE) $(GO) test -race -short -run '^(Test|Fuzz)' -timeout 15m ./...
+	SUBAKO_TEST_COMPILATION_CACHE=$(TEST_CACHE) $(GO) test -vet=off -timeout 15m $(SLOW_TESTS) ./...
+	SUBAKO_TEST_COMPILATION_CACHE=$(TEST_CACHE) $(GO) test -vet=off -race -short -run '^(Test|Fuzz)' -timeout 15m $(SLOW_TESTS) ./...
 
 # The real MCP clients the mcp command is tested against (the official
 # TypeScript SDK, the Inspector's CLI and the official MCP conformance

@@ -73,9 +73,15 @@ func TestMain(m *testing.M) {
 }
 
 // runnerBinary builds subako-runner once per test binary: the clients
-// spawn it as a separate process, as Claude Desktop or VS Code do.
+// spawn it as a separate process, as Claude Desktop or VS Code do. Under
+// -short (make test's race pass) the tests that need it skip: the binary is
+// built without the race detector, so running it again there checks
+// nothing the full pass did not.
 func runnerBinary(t *testing.T) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short (the race pass): runs the separately built binary, which has no race detector; the full pass runs this test")
+	}
 	runnerBin.once.Do(func() {
 		dir, err := os.MkdirTemp("", "subako-runner-mcp-test-")
 		if err != nil {
