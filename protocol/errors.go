@@ -43,15 +43,6 @@ func errorf(code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-// ErrUnexpectedID is the crash for a response whose id the host did not
-// request (answered false) or had already seen answered (answered true).
-func ErrUnexpectedID(id ID, answered bool) *Error {
-	if answered {
-		return errorf(CodeUnexpectedID, "the module answered id %s a second time; answer each request exactly once", shortID(id))
-	}
-	return errorf(CodeUnexpectedID, "the module answered id %s, which the host never sent; copy the request's id unchanged into the response", shortID(id))
-}
-
 // ErrServerRequest is the crash for a request sent by the module.
 func ErrServerRequest(method string, id ID) *Error {
 	return errorf(CodeServerRequest, "the module sent a request (method %s, id %s); a stateless MCP server must not send requests to the host", quoteShort(method, 80), shortID(id))

@@ -37,7 +37,7 @@ func TestHugeExponentIDIsLinear(t *testing.T) {
 	if msg.ID.Equal(sent) {
 		t.Fatal("1e<8M digits> equals the id 1")
 	}
-	if e := ErrUnexpectedID(msg.ID, false); e.Code != CodeUnexpectedID || len(e.Message) > 1024 {
+	if e := ErrUnexpectedIDFor(msg.ID, sent.Key(), false); e.Code != CodeUnexpectedID || len(e.Message) > 1024 {
 		t.Fatalf("crash %s, %d bytes of message: want unexpected_id, bounded", e.Code, len(e.Message))
 	}
 	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 32*uint64(len(line)) {

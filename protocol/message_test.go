@@ -196,17 +196,17 @@ func FuzzClassify(f *testing.F) {
 
 func TestCrashErrorsNameTheID(t *testing.T) {
 	id := StringID("call-1")
-	if e := ErrUnexpectedID(id, false); e.Code != CodeUnexpectedID || !strings.Contains(e.Message, `"call-1"`) || !strings.Contains(e.Message, "never sent") {
+	if e := ErrUnexpectedIDFor(id, "", false); e.Code != CodeUnexpectedID || !strings.Contains(e.Message, `"call-1"`) || !strings.Contains(e.Message, "never sent") {
 		t.Errorf("%v", e)
 	}
-	if e := ErrUnexpectedID(id, true); !strings.Contains(e.Message, "second time") {
+	if e := ErrUnexpectedIDFor(id, "", true); !strings.Contains(e.Message, "second time") {
 		t.Errorf("%v", e)
 	}
 	if e := ErrServerRequest("sampling/createMessage", IntID(3)); e.Code != CodeServerRequest || !strings.Contains(e.Message, "sampling/createMessage") {
 		t.Errorf("%v", e)
 	}
 	long, _ := NumberID(strings.Repeat("9", 100000))
-	if e := ErrUnexpectedID(long, false); len(e.Message) > 500 {
+	if e := ErrUnexpectedIDFor(long, StringID("call-1").Key(), false); len(e.Message) > 500 {
 		t.Errorf("message is %d bytes", len(e.Message))
 	}
 	if e := ErrTooManyPages(16); e.Code != CodeTooManyPages || !strings.Contains(e.Message, "16") {
