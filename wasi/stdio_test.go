@@ -85,6 +85,8 @@ func TestBlockedGuestEndsAtDeadline(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			// Parallel: each waits 2 s for its deadline or cancellation.
+			t.Parallel()
 			ctx, cancel := tt.ctx()
 			defer cancel()
 			code, err := run(t, ctx, wasm, wasi.Config{Stdin: wasi.NewStdin()})

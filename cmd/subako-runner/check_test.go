@@ -65,6 +65,8 @@ func TestCheckExitStatusesAndFormats(t *testing.T) {
 // check --examples takes call's network flags, so a tool that fetches is
 // judged on a real answer (issue 28); without them its request is refused.
 func TestCheckExamplesTakeTheNetworkFlags(t *testing.T) {
+	// Parallel: most of its time is two examples waiting out --timeout 3s.
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte("hello from the test server"))
 	}))

@@ -310,6 +310,8 @@ func TestRunToolchainGuests(t *testing.T) {
 }
 
 func TestDiscoverTimeoutBoundsDiscovery(t *testing.T) {
+	// Parallel: it waits out --timeout 1s.
+	t.Parallel()
 	slow := pkgDir(t, "misbehave", map[string]string{"mode": "slow_discovery"})
 	code, out, _ := cli(t, "", "discover", "--json", "--timeout", "1s", slow)
 	m := decode(t, out)
