@@ -84,6 +84,7 @@ func (p *Package) Discovery() Discovery {
 	r.SupportedVersions = slices.Clone(r.SupportedVersions)
 	r.Capabilities, r.ServerInfo = bytes.Clone(r.Capabilities), bytes.Clone(r.ServerInfo)
 	r.Instructions, r.Raw = bytes.Clone(r.Instructions), bytes.Clone(r.Raw)
+	r.ResultType, r.TTLMs, r.CacheScope = bytes.Clone(r.ResultType), bytes.Clone(r.TTLMs), bytes.Clone(r.CacheScope)
 	return d
 }
 

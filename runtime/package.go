@@ -175,15 +175,15 @@ func ParseManifest(b []byte) (*Manifest, []Rejection) {
 	raw, ok := fields["abi"]
 	switch {
 	case !ok:
-		bad("%s has no \"abi\" field: add \"abi\": 1", ManifestFile)
+		bad("%s has no \"abi\" field: add \"abi\": %d", ManifestFile, ABIVersion)
 	default:
-		// Any JSON number equal to 1 is the number 1 (1.0 and 1e0 too); a
-		// string "1" is not.
+		// Any JSON number equal to ABIVersion is that number (1.0 and 1e0
+		// are 1); a string "1" is not.
 		var n float64
-		if bytes.HasPrefix(bytes.TrimSpace(raw), []byte(`"`)) || json.Unmarshal(raw, &n) != nil || n != 1 {
-			bad("%s: \"abi\" is %s, but this runner implements ABI 1 (the number 1)", ManifestFile, raw)
+		if bytes.HasPrefix(bytes.TrimSpace(raw), []byte(`"`)) || json.Unmarshal(raw, &n) != nil || n != ABIVersion {
+			bad("%s: \"abi\" is %s, but this runner implements ABI %d (the number %d)", ManifestFile, raw, ABIVersion, ABIVersion)
 		} else {
-			m.ABI = 1
+			m.ABI = ABIVersion
 		}
 	}
 	for _, field := range []struct {
