@@ -61,9 +61,7 @@ func reopen(t *testing.T, rt *Runtime, pkg *Package, dir string) *Package {
 }
 
 func TestArtifactRefusesChangedPackageOrStore(t *testing.T) {
-	if testing.Short() {
-		t.Skip("compiles the Go greet guest without the shared compilation cache (a second host must not share its records), minutes under -race; the plain pass runs it")
-	}
+	heavy(t) // a second host compiles without the shared cache (it must not share its records): minutes under -race
 	t.Parallel()
 	rt := newRuntime(t, nil)
 	dir := makePackage(t, testguest.Go(t, guests+"greet"), nil)
@@ -151,9 +149,7 @@ func TestArtifactRefusesChangedPackageOrStore(t *testing.T) {
 // another metering version (even with an unmetered module planted in the
 // store) is metered again from module.wasm, and that is what runs.
 func TestArtifactAcrossVersions(t *testing.T) {
-	if testing.Short() {
-		t.Skip("compiles the Go greet guest without the shared compilation cache (a second host must not share its records), minutes under -race; the plain pass runs it")
-	}
+	heavy(t) // a second host compiles without the shared cache (it must not share its records): minutes under -race
 	t.Parallel()
 	rt := newRuntime(t, nil)
 	dir := makePackage(t, testguest.Go(t, guests+"greet"), nil)
