@@ -574,25 +574,33 @@ func (fr *funcRewriter) reload(b []byte) []byte {
 	return wasmbin.AppendU32(b, fr.fuelLocal)
 }
 
-// getCounter and the charge sequences address the counter where it lives:
-// the local F or the global C.
+// getCounter, store, getTick and setTick address the fuel counter and the
+// tick where they live: the locals F and F+1 in a function that caches
+// them, else the globals C and T.
 func (fr *funcRewriter) getCounter(b []byte) []byte {
-	if fr.local {
-		b = append(b, 0x20)
-		return wasmbin.AppendU32(b, fr.fuelLocal)
-	}
-	b = append(b, 0x23)
-	return wasmbin.AppendU32(b, fr.rw.counter)
+	return fr.access(b, false, fr.fuelLocal, fr.rw.counter)
+}
+func (fr *funcRewriter) store(b []byte) []byte {
+	return fr.access(b, true, fr.fuelLocal, fr.rw.counter)
+}
+func (fr *funcRewriter) getTick(b []byte) []byte {
+	return fr.access(b, false, fr.tickLocal, fr.rw.tick)
+}
+func (fr *funcRewriter) setTick(b []byte) []byte {
+	return fr.access(b, true, fr.tickLocal, fr.rw.tick)
 }
 
-// store appends the store of the new counter value on the stack.
-func (fr *funcRewriter) store(b []byte) []byte {
-	if fr.local {
-		b = append(b, 0x21) // local.set F
-		return wasmbin.AppendU32(b, fr.fuelLocal)
+// access appends local.get/local.set of local, or global.get/global.set
+// of global when the function keeps no cache.
+func (fr *funcRewriter) access(b []byte, set bool, local, global uint32) []byte {
+	op, idx := byte(0x20), local // local.get
+	if !fr.local {
+		op, idx = 0x23, global // global.get
 	}
-	b = append(b, 0x24) // global.set C
-	return wasmbin.AppendU32(b, fr.rw.counter)
+	if set {
+		op++ // local.set, global.set
+	}
+	return wasmbin.AppendU32(append(b, op), idx)
 }
 
 // The tick: the deadline's second line. A second counter, kept where the
@@ -638,25 +646,6 @@ func (fr *funcRewriter) check(b []byte) []byte {
 	b = append(b, 0x42, tickShift, 0x86) // i64.const tickShift; i64.shl
 	b = fr.setTick(b)
 	return append(b, 0x0b)
-}
-
-// getTick and setTick address the tick where it lives: the local or T.
-func (fr *funcRewriter) getTick(b []byte) []byte {
-	if fr.local {
-		b = append(b, 0x20)
-		return wasmbin.AppendU32(b, fr.tickLocal)
-	}
-	b = append(b, 0x23)
-	return wasmbin.AppendU32(b, fr.rw.tick)
-}
-
-func (fr *funcRewriter) setTick(b []byte) []byte {
-	if fr.local {
-		b = append(b, 0x21)
-		return wasmbin.AppendU32(b, fr.tickLocal)
-	}
-	b = append(b, 0x24)
-	return wasmbin.AppendU32(b, fr.rw.tick)
 }
 
 // chargeRegion appends the tick's charge for the pending check's region:
