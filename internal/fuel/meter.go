@@ -54,7 +54,6 @@ type Meter struct {
 	exhausted bool
 	slice     uint64    // the next grant
 	last      time.Time // when the last slice was granted
-
 }
 
 // NewMeter returns a meter with the given budget; 0 means unlimited (the
