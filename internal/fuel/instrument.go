@@ -95,7 +95,19 @@ func importType(name string) wasmbin.FuncType {
 // check every local, global and type index against the module's own
 // (ErrIndex), the indices the rewrite makes room for, so that no invalid
 // module becomes valid by being metered. The input is not modified.
-func Instrument(wasm []byte) ([]byte, error) {
+func Instrument(wasm []byte) ([]byte, error) { return instrument(wasm, bothLines) }
+
+// lines chooses what the checks test: both counters (what Instrument
+// does), or, for the tests that prove each line holds alone, only one.
+type lines uint8
+
+const (
+	bothLines lines = iota
+	counterLine
+	tickLine
+)
+
+func instrument(wasm []byte, only lines) ([]byte, error) {
 	m, err := wasmbin.Decode(wasm)
 	if err != nil {
 		return nil, fmt.Errorf("fuel: %w", err)
@@ -124,7 +136,7 @@ func Instrument(wasm []byte) ([]byte, error) {
 		}
 	}
 
-	rw := &rewriter{m: m, nImpFuncs: uint32(m.NumImported(wasmbin.KindFunc)), added: 1}
+	rw := &rewriter{m: m, nImpFuncs: uint32(m.NumImported(wasmbin.KindFunc)), added: 1, only: only}
 	rw.refuel = rw.nImpFuncs
 	rw.counter = uint32(m.NumImported(wasmbin.KindGlobal) + len(m.Globals))
 	rw.tick = rw.counter + 1
@@ -224,6 +236,7 @@ type rewriter struct {
 	// before its callee checks (see unchecked).
 	shapes       []uint8
 	maxUnchecked int64
+	only         lines // bothLines but in tests
 }
 
 // fn maps a function index of the input to the output: the imports are

@@ -364,3 +364,77 @@ func TestTickChargesEachRegion(t *testing.T) {
 		})
 	}
 }
+
+// TestEachLineAloneEndsEveryRunawayShape: with the checks testing only
+// the fuel counter, or only the tick, every shape of endless guest still
+// ends: out of fuel on the counter alone, at its deadline on the tick
+// alone, while the process collects garbage back to back (the tick must
+// bring the guest back to Go by itself). Function 1 is a leaf, function
+// 2 calls it; the table holds function 1.
+func TestEachLineAloneEndsEveryRunawayShape(t *testing.T) {
+	leaf := []byte{0x41, 0x00, 0x1a}
+	caller := []byte{0x10, 0x01}
+	shapes := []struct {
+		name  string
+		start []byte
+	}{
+		{"a tight loop", []byte{0x03, 0x40, 0x0c, 0x00, 0x0b}},
+		{"a loop calling a leaf", []byte{0x03, 0x40, 0x10, 0x01, 0x0c, 0x00, 0x0b}},
+		{"a loop calling a function that calls", []byte{0x03, 0x40, 0x10, 0x02, 0x0c, 0x00, 0x0b}},
+		{"nested loops sharing a check", []byte{0x03, 0x40, 0x03, 0x40, 0x41, 0x01, 0x0d, 0x01, 0x0c, 0x00, 0x0b, 0x0b}},
+		{"a memory.fill loop", []byte{0x03, 0x40, 0x41, 0x00, 0x41, 0x00, 0x41, 0x80, 0x80, 0x04, 0xfc, 0x0b, 0x00, 0x0c, 0x00, 0x0b}},
+		{"a call_indirect loop", []byte{0x03, 0x40, 0x41, 0x00, 0x11, 0x00, 0x00, 0x0c, 0x00, 0x0b}},
+	}
+	ctx := context.Background()
+	r := meteredRuntime(t, ctx)
+	for _, sh := range shapes {
+		m := wasmtest.Module{
+			Bodies:   [][]byte{sh.start, leaf, caller},
+			Tables:   [][]byte{{0x70, 0x00, 0x01}},
+			Elements: []byte{0x01, 0x00, 0x41, 0x00, 0x0b, 0x01, 0x01},
+		}
+		for _, line := range []lines{counterLine, tickLine} {
+			name := sh.name + ", counter alone"
+			if line == tickLine {
+				name = sh.name + ", tick alone"
+			}
+			t.Run(name, func(t *testing.T) {
+				metered, err := instrument(m.Bytes(), line)
+				if err != nil {
+					t.Fatal(err)
+				}
+				cm, err := r.CompileModule(ctx, metered)
+				if err != nil {
+					t.Fatal(err)
+				}
+				budget := uint64(0)
+				if line == counterLine {
+					budget = 10_000_000
+				}
+				meter := NewMeter(budget)
+				cctx, cancel := context.WithTimeout(WithMeter(ctx, meter), 50*time.Millisecond)
+				defer cancel()
+				if line == counterLine {
+					cctx = WithMeter(ctx, meter) // no deadline: only the budget can end it
+				}
+				mod, err := r.InstantiateModule(cctx, cm, wazero.NewModuleConfig().WithName("").WithStartFunctions())
+				if err != nil {
+					t.Fatal(err)
+				}
+				stop := make(chan struct{})
+				go collecting(stop)
+				err = callWithin(t, cctx, mod, "_start")
+				close(stop)
+				meter.Finish(mod)
+				want := uint32(sys.ExitCodeDeadlineExceeded)
+				if line == counterLine {
+					want = ExitCodeOutOfFuel
+				}
+				var exit *sys.ExitError
+				if !errors.As(err, &exit) || exit.ExitCode() != want {
+					t.Fatalf("%v; want exit code %#x", err, want)
+				}
+			})
+		}
+	}
+}
