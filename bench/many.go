@@ -265,17 +265,7 @@ func zipfRun(ctx context.Context, m manyOptions, t *table, cache string, store r
 	}
 	defer rt.Close(ctx)
 	cArgs := json.RawMessage(`{"name":"Ada"}`)
-	call := func(p *runtime.Package) error {
-		res, err := p.Call(ctx, runtime.CallRequest{Tool: "greet", Arguments: cArgs})
-		if err != nil {
-			return err
-		}
-		defer res.Release()
-		if res.Outcome != runtime.OutcomeOK {
-			return fmt.Errorf("outcome %s crash %+v", res.Outcome, res.Crash)
-		}
-		return nil
-	}
+	call := func(p *runtime.Package) error { return greetOnce(ctx, p, cArgs)() }
 
 	// Baselines, in this runtime before the set exists: one C package
 	// called by as many goroutines; wazero's warm-cache compile of one
