@@ -718,3 +718,43 @@ func TestCacheFieldsCarryThePackages(t *testing.T) {
 		})
 	}
 }
+
+// TestStdioStopDropsAnswersInFlight: the SDK answers a request whose
+// context ended with the session's stop ("context canceled", code 0, not
+// a JSON-RPC code) whenever its handler returns, possibly after the
+// stop; that answer never reaches the client, while one written before
+// the stop does. (CI once caught the late answer through the command.)
+func TestStdioStopDropsAnswersInFlight(t *testing.T) {
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	var out bytes.Buffer
+	c := newStdioConn(ctx, strings.NewReader(""), &out)
+	w := &stdioWriter{c}
+	for _, line := range []string{
+		`{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{}}`,
+		`{"jsonrpc":"2.0","id":"b","method":"tools/call","params":{}}`,
+	} {
+		if c.inbound([]byte(line)) == nil {
+			t.Fatalf("refused %s: %s", line, out.String())
+		}
+	}
+	if _, err := w.Write([]byte(`{"jsonrpc":"2.0","id":0,"result":{}}` + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"jsonrpc":"2.0","id":"a","result":{}}` + "\n"; out.String() != want {
+		t.Fatalf("before the stop: wrote %q, want %q", out.String(), want)
+	}
+	stop()
+	if _, err := w.Write([]byte(`{"jsonrpc":"2.0","id":1,"error":{"code":0,"message":"context canceled"}}` + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), `"b"`) || strings.Contains(out.String(), "context canceled") {
+		t.Errorf("the answer of a request cancelled by the stop reached the client: %q", out.String())
+	}
+	// A message of the server's own (no id to map) still passes.
+	note := `{"jsonrpc":"2.0","method":"notifications/message","params":{}}` + "\n"
+	w.Write([]byte(note))
+	if !strings.HasSuffix(out.String(), note) {
+		t.Errorf("a notification after the stop was dropped: %q", out.String())
+	}
+}

@@ -42,6 +42,7 @@ const (
 //     with id null, and the session goes on (the SDK would end it).
 //   - A request the client cancelled (notifications/cancelled) gets no
 //     answer, as MCP says: the SDK's "context canceled" error is dropped.
+//     So do the requests in flight when ctx ends: they are cancelled too.
 //   - At the end of in, every request read and not cancelled is answered
 //     before the server stops (the SDK alone would stop at once and drop
 //     them), so a script may write its requests and close stdin.
@@ -343,7 +344,11 @@ func (c *stdioConn) outboundLocked(line []byte) []byte {
 	if c.byTheir[string(call.theirs)] == ours {
 		delete(c.byTheir, string(call.theirs))
 	}
-	if call.cancelled {
+	if call.cancelled || c.ctx.Err() != nil {
+		// Cancelled by the client, or with the whole session (the
+		// command's SIGINT/SIGTERM): MCP gives a cancelled request no
+		// answer, so the SDK's ("context canceled", code 0) is dropped,
+		// however late the SDK writes it.
 		return nil
 	}
 	c.live--
