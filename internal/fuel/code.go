@@ -196,6 +196,9 @@ type funcRewriter struct {
 	segCheck, checkEntry bool
 	// segCall: the current segment makes a call.
 	segCall bool
+	// segReenter: the pending check is at a loop header the refuel arm
+	// can branch back to (see check).
+	segReenter bool
 
 	// The tick's regions (see region): all of this function's, the open
 	// ones innermost last, and the one the pending check charges.
@@ -214,8 +217,11 @@ type funcRewriter struct {
 type region struct {
 	owner int   // len(ctrl) when the region's frame is open; 0: the function
 	cost  int64 // the region's cost so far
-	patch int   // where its cost goes in out (-1: check not emitted yet)
-	done  bool  // closed: cost is final
+	// patch and rePatch are where its cost goes in out: the check's
+	// charge and, in a re-entering check, the refuel arm's give-back (-1:
+	// not emitted yet).
+	patch, rePatch int
+	done           bool // closed: cost is final
 }
 
 // frame is an open block. An end is a join point, where a new segment
@@ -269,7 +275,7 @@ func (fr *funcRewriter) body(code *wasmbin.Code) ([]byte, error) {
 	fr.cost = 0
 	fr.ctrl = fr.ctrl[:0]
 	fr.wroteBack = -1
-	fr.segCheck, fr.segCall = fr.checkEntry, false
+	fr.segCheck, fr.segCall, fr.segReenter = fr.checkEntry, false, false
 	fr.regions, fr.open, fr.checkRegion = fr.regions[:0], fr.open[:0], -1
 	if fr.checkEntry {
 		fr.checkRegion = fr.openRegion(0)
@@ -366,8 +372,9 @@ func (fr *funcRewriter) body(code *wasmbin.Code) ([]byte, error) {
 			if moved {
 				fr.segCheck = false
 			}
+			block := in.Block
 			fr.flush()
-			fr.segCheck = true
+			fr.segCheck, fr.segReenter = true, fr.rw.takesNoParams(block)
 			if !moved {
 				fr.checkRegion = fr.openRegion(len(fr.ctrl))
 			}
@@ -466,7 +473,7 @@ func (fr *funcRewriter) regionAdd(n int64) {
 // openRegion opens a region that the end of the frame at depth owner
 // closes (0: the function's final end).
 func (fr *funcRewriter) openRegion(owner int) int {
-	fr.regions = append(fr.regions, region{owner: owner, patch: -1})
+	fr.regions = append(fr.regions, region{owner: owner, patch: -1, rePatch: -1})
 	fr.open = append(fr.open, len(fr.regions)-1)
 	return len(fr.regions) - 1
 }
@@ -482,8 +489,10 @@ func (fr *funcRewriter) closeRegions(depth int) {
 		}
 		fr.open = fr.open[:len(fr.open)-1]
 		r.done = true
-		if r.patch >= 0 {
-			putRegionCost(fr.out[r.patch:r.patch+regionCostLen], r.cost)
+		for _, at := range [...]int{r.patch, r.rePatch} {
+			if at >= 0 {
+				putRegionCost(fr.out[at:at+regionCostLen], r.cost)
+			}
 		}
 	}
 }
@@ -634,6 +643,59 @@ const tickShift = 4
 // out of line. Measured on the C benchmark, this shape cost half of what
 // "i64.lt_s; if; refuel; end" did.
 func (fr *funcRewriter) check(b []byte) []byte {
+	b = fr.test(b)
+	b = fr.getCounter(b)
+	b = append(b, 0x10)
+	b = wasmbin.AppendU32(b, fr.rw.refuel)
+	b = fr.store(b)
+	b = fr.getCounter(b)
+	b = append(b, 0x42, tickShift, 0x86) // i64.const tickShift; i64.shl
+	b = fr.setTick(b)
+	return append(b, 0x0b)
+}
+
+// reenteringCheck is check at a loop header, charged cost just before
+// it, whose refuel arm branches back to the header instead of falling
+// through:
+//
+//	<get>; <get tick>; i64.or; i64.const 0; i64.ge_s; if; else;
+//	<get>; call refuel; <set>; <get>; i64.const tickShift; i64.shl;
+//	i64.const region; i64.add; <set tick>;
+//	[<get>; i64.const cost; i64.add; <set>]; br 1; end
+//
+// The arm gives back what the header charges again (the header's cost,
+// the region's), so what the guest is charged stays exact. Falling
+// through would join the arm's counter and tick with the straight
+// path's after the if: two more values for the compiler to merge at
+// every iteration of the hottest loops, where the loop header already
+// merges its back edges. Measured on the C benchmark (three runs each,
+// metered against unmetered): 1.13×, 1.15×, 1.31× falling through;
+// 1.09×, 1.09×, 1.10× re-entering.
+func (fr *funcRewriter) reenteringCheck(b []byte, cost int64) []byte {
+	b = fr.test(b)
+	b = fr.getCounter(b)
+	b = append(b, 0x10)
+	b = wasmbin.AppendU32(b, fr.rw.refuel)
+	b = fr.store(b)
+	b = fr.getCounter(b)
+	b = append(b, 0x42, tickShift, 0x86) // i64.const tickShift; i64.shl
+	b = fr.regionCost(b, &fr.regions[fr.checkRegion].rePatch)
+	b = append(b, 0x7c) // i64.add
+	b = fr.setTick(b)
+	if cost > 0 {
+		b = fr.getCounter(b)
+		b = append(b, 0x42)
+		b = wasmbin.AppendS64(b, cost)
+		b = append(b, 0x7c) // i64.add
+		b = fr.store(b)
+	}
+	return append(b, 0x0c, 0x01, 0x0b) // br 1 (the loop); end
+}
+
+// test appends the start of a check, up to its refuel arm:
+//
+//	<get>; <get tick>; i64.or; i64.const 0; i64.ge_s; if; else
+func (fr *funcRewriter) test(b []byte) []byte {
 	switch fr.rw.only {
 	case counterLine:
 		b = fr.getCounter(b)
@@ -644,15 +706,7 @@ func (fr *funcRewriter) check(b []byte) []byte {
 		b = fr.getTick(b)
 		b = append(b, 0x84) // i64.or
 	}
-	b = append(b, 0x42, 0x00, 0x59, 0x04, 0x40, 0x05) // i64.const 0; i64.ge_s; if; else
-	b = fr.getCounter(b)
-	b = append(b, 0x10)
-	b = wasmbin.AppendU32(b, fr.rw.refuel)
-	b = fr.store(b)
-	b = fr.getCounter(b)
-	b = append(b, 0x42, tickShift, 0x86) // i64.const tickShift; i64.shl
-	b = fr.setTick(b)
-	return append(b, 0x0b)
+	return append(b, 0x42, 0x00, 0x59, 0x04, 0x40, 0x05) // i64.const 0; i64.ge_s; if; else
 }
 
 // chargeRegion appends the tick's charge for the pending check's region:
@@ -665,15 +719,8 @@ func (fr *funcRewriter) check(b []byte) []byte {
 // global.set T), so that endless calls of such functions run T down.
 func (fr *funcRewriter) chargeRegion(b []byte) []byte {
 	b = fr.getTick(b)
-	b = append(b, 0x42)
-	pos := len(b)
-	b = append(b, make([]byte, regionCostLen)...)
 	r := &fr.regions[fr.checkRegion]
-	if r.done {
-		putRegionCost(b[pos:], r.cost)
-	} else {
-		r.patch = pos
-	}
+	b = fr.regionCost(b, &r.patch)
 	b = append(b, 0x7d) // i64.sub
 	b = fr.setTick(b)
 	if fr.local && r.owner == 0 {
@@ -683,6 +730,30 @@ func (fr *funcRewriter) chargeRegion(b []byte) []byte {
 		b = wasmbin.AppendU32(b, fr.rw.tick)
 	}
 	return b
+}
+
+// regionCost appends i64.const with the pending check's region cost,
+// or room for it that closeRegions fills, recording where in *at.
+func (fr *funcRewriter) regionCost(b []byte, at *int) []byte {
+	b = append(b, 0x42)
+	pos := len(b)
+	b = append(b, make([]byte, regionCostLen)...)
+	if r := &fr.regions[fr.checkRegion]; r.done {
+		putRegionCost(b[pos:], r.cost)
+	} else {
+		*at = pos
+	}
+	return b
+}
+
+// takesNoParams reports whether a block of type bt starts with an empty
+// operand stack of its own, so that code inside it can branch to a loop
+// of that type with nothing to pass.
+func (rw *rewriter) takesNoParams(bt wasmbin.BlockType) bool {
+	if bt < 0 {
+		return true // empty, or a single result
+	}
+	return uint64(bt) < uint64(len(rw.m.Types)) && len(rw.m.Types[bt].Params) == 0
 }
 
 // mergeMax bounds the code a conditional skips that is still charged with
@@ -748,9 +819,13 @@ func (fr *funcRewriter) charge(cost int64) {
 	}
 	if fr.segCheck {
 		fr.out = fr.chargeRegion(fr.out)
-		fr.out = fr.check(fr.out)
+		if fr.segReenter {
+			fr.out = fr.reenteringCheck(fr.out, cost)
+		} else {
+			fr.out = fr.check(fr.out)
+		}
 	}
-	fr.segCheck = false
+	fr.segCheck, fr.segReenter = false, false
 }
 
 // tableGrow appends table.grow x behind the host's permission: with the

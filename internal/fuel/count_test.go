@@ -85,6 +85,8 @@ func TestFuelCountsAreExact(t *testing.T) {
 		{"a loop of one iteration", "loop", []uint64{1}, 7*1 + 1},
 		{"a loop of ten iterations", "loop", []uint64{10}, 7*10 + 1},
 		{"a loop of a million iterations", "loop", []uint64{1_000_000}, 7*1_000_000 + 1},
+		{"a loop with a parameter, of one iteration", "loopparam", []uint64{1}, 5*1 + 2},
+		{"a loop with a parameter, of a million iterations", "loopparam", []uint64{1_000_000}, 5*1_000_000 + 2},
 		{"the then arm", "branch", []uint64{1}, 5},
 		{"the else arm, the small then arm charged too", "branch", []uint64{0}, 8},
 		{"a big then arm that runs", "bigthen", []uint64{1}, 14},

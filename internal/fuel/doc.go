@@ -36,7 +36,11 @@
 // any of them passes it, and wazero, whose compile time is quadratic in a
 // function's blocks, is not handed an if/else per loop. When it is negative the
 // guest calls refuel, where the host (Meter, via the context) checks the
-// deadline and budget and grants the next slice or ends the instance.
+// deadline and budget and grants the next slice or ends the instance. At
+// a loop header (of a loop without parameters) the refuel arm then
+// branches back to the header, having given back what the header charges
+// again, rather than falling through: the straight path then joins no
+// values after the check, which measured 4% on the C benchmark.
 // Functions with loops keep the counter in a local (a register) and write
 // it back around calls and exits; the others use the global directly.
 //

@@ -438,3 +438,44 @@ func TestEachLineAloneEndsEveryRunawayShape(t *testing.T) {
 		}
 	}
 }
+
+// TestReenteringCheckGivesBackItsCharges: a loop header's check re-enters
+// the loop after a refuel, and its refuel arm gives back what the header
+// charges again (the region's cost to the tick, the header's to the
+// counter). Without the tick's give-back, a region costlier than 16 times
+// a grant would refuel forever once the budget's remainder is small: the
+// counter never moves, so neither does what is spent. Function 0 loops
+// calling function 1, a leaf of 60,000 bytes that does not check, so the
+// loop's region costs some 60,000 and the budget of 1,000 grants under
+// 1,000: the run must end out of fuel, not at its deadline.
+func TestReenteringCheckGivesBackItsCharges(t *testing.T) {
+	loop := []byte{0x03, 0x40, 0x10, 0x01, 0x0c, 0x00, 0x0b} // loop; call 1; br 0; end
+	leaf := bytes.Repeat([]byte{0x41, 0x00, 0x1a}, 20_000)   // i32.const 0; drop
+	wasm := wasmtest.Module{Bodies: [][]byte{loop, leaf}}.Bytes()
+	out, err := Instrument(wasm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := regionCharges(t, out); len(got) != 1 || got[0] < 60_000 {
+		t.Fatalf("region charges %v; want one of over 60,000", got)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a bound on a hang, not a margin
+	defer cancel()
+	r := meteredRuntime(t, ctx)
+	cm, err := r.CompileModule(ctx, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := NewMeter(1_000)
+	cctx := WithMeter(ctx, m)
+	mod, err := r.InstantiateModule(cctx, cm, wazero.NewModuleConfig().WithName("").WithStartFunctions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mod.Close(ctx)
+	_, err = mod.ExportedFunction("_start").Call(cctx)
+	var ee *sys.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != ExitCodeOutOfFuel || !m.Exhausted() {
+		t.Fatalf("err %v, exhausted %v: want out of fuel (a deadline means the arm refueled forever)", err, m.Exhausted())
+	}
+}

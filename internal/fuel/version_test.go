@@ -18,7 +18,7 @@ var meteringFixtures = map[string]string{
 	// fixture is told apart from a changed rewriter.
 	"testdata/packages/cgreet/module.wasm":     "9180cec98cb4a7a0b5540d9c84fa89e7658b83395092ecce3dfd6347d63f729b",
 	"testdata/fuel/c/cpu.wasm":                 "e59d53eff3fdb76f4d8291f95b392af3d5fb77f454561caee8cae1c29f67cbc9",
-	"testdata/fuel/counts.wasm":                "1da730d6131c532d9700be22bbee6d945294aa86367dda0db19c628f8529d46a",
+	"testdata/fuel/counts.wasm":                "c22eac6c6b7b87235c7730bad43e2b444a2245f8f29c837810d736d7ec41ca72",
 	"testdata/fuel/features.wasm":              "83e76ec9e4f895f3ea4984ff476a466dd661f1588b01a80c5ce80681fdbeb010",
 	"testdata/fuel/imports.wasm":               "a4887e6f76db0d273956dd2dd61ba5f24f83aab041922f96bd5e458790365ee9",
 	"internal/wasmbin/testdata/walk_all.wasm":  "7785c23a247816114eca384e0ced4fe5c07780c59d584e6c3eb6d5ef81145474",
@@ -43,6 +43,10 @@ var meteringHistory = map[int]string{
 	// second counter charged each check's region; the deadline no longer
 	// waits for a host goroutine to write a flag.
 	5: "79e86f7591b0e6af1773da2853658d7eaf3e6ff0ee44edfca4408e430c1e8d78",
+	// 6: a check at a loop header (of a loop that takes no parameters)
+	// branches back to the header after a refuel instead of falling
+	// through, giving back what the header charges again.
+	6: "1535a2c53162eee60473159a8eae35d016eb1f7c0df09e2ee89a2eaee21aceb4",
 }
 
 // TestMeteringVersionPinsOutput fails when Instrument's output changes

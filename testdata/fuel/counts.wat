@@ -28,6 +28,18 @@
       i32.lt_u
       br_if $l))
 
+  ;; 5n+2 for n >= 1: local.get (1), loop (0), 5 per iteration, the
+  ;; loop's end (0), end (1). The loop takes a parameter, so its check's
+  ;; refuel arm cannot branch back to the header and falls through.
+  (func (export "loopparam") (param $n i32) (result i32)
+    local.get $n
+    (loop $l (param i32) (result i32)
+      i32.const 1
+      i32.sub
+      local.tee $n
+      local.get $n
+      br_if $l))
+
   ;; local.get if + the small then arm i32.const else (4), always;
   ;; true: 4 + end (1) = 5; false: 4 + i32.const i32.const i32.add end (3) + end (1) = 8
   (func (export "branch") (param i32) (result i32)
