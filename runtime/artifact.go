@@ -261,8 +261,10 @@ func (rt *Runtime) Open(ctx context.Context, a *Artifact, path string) (p *Packa
 	// The package is read and hashed on its own goroutine while wazero
 	// loads a stored metered module this host vouches for: on two cores the
 	// hash of a 14 MB module.wasm then adds nothing to Open. Nothing is
-	// returned, let alone run, before both are verified.
-	reading := readPackage(path, rt.limits.ModuleSize)
+	// returned, let alone run, before both are verified. module.wasm is
+	// only hashed as it streams, never held: an Open this host vouches
+	// for needs nothing else of it.
+	reading := readPackage(path, rt.limits.ModuleSize, false)
 	tools, discover, err := a.restore()
 	if err != nil {
 		return nil, err
@@ -286,7 +288,9 @@ func (rt *Runtime) Open(ctx context.Context, a *Artifact, path string) (p *Packa
 			return nil, err
 		}
 	} else {
-		if src, hash, err = (<-reading).verify(a, path); err != nil {
+		// Metering needs the bytes: they are read again, and what is
+		// metered is what was hashed and verified here.
+		if src, hash, err = (<-readPackage(path, rt.limits.ModuleSize, true)).verify(a, path); err != nil {
 			return nil, err
 		}
 		if metered, how, err = rt.meterAgain(ctx, a, src.Module, hash); err != nil {
@@ -301,6 +305,9 @@ func (rt *Runtime) Open(ctx context.Context, a *Artifact, path string) (p *Packa
 		return nil, fmt.Errorf("compiling the artifact's module: %w", rejection(errCompile))
 	}
 	src.Manifest, src.HasAssets = a.Manifest, a.HasAssets
+	// Nothing reads module.wasm's bytes once the package is open: they go,
+	// and with them 14 MB of heap for a Go SDK package.
+	src.Module = nil
 	p = &Package{
 		rt:        rt,
 		checked:   newChecked(src, hash, metered, compiled), // the Package holds the only reference
@@ -343,20 +350,29 @@ func (a *Artifact) restore() (*protocol.ToolSet, protocol.DiscoverResult, error)
 
 // packageRead is a package read from disk and its module hashed.
 type packageRead struct {
-	src  *Source
-	hash [sha256.Size]byte
-	err  error
+	src   *Source
+	found bool // module.wasm was there, within the size limit
+	hash  [sha256.Size]byte
+	err   error
 }
 
 // readPackage reads and hashes the package at path on a goroutine of its
-// own; the channel delivers the result once.
-func readPackage(path string, maxModuleSize int64) <-chan packageRead {
+// own; the channel delivers the result once. Without keep, module.wasm is
+// hashed as it streams from the file and never held (Source.Module is
+// nil): an Open of a module this host vouches for needs only its hash.
+func readPackage(path string, maxModuleSize int64, keep bool) <-chan packageRead {
 	reading := make(chan packageRead, 1)
 	go func() {
-		src, err := ReadSource(path, maxModuleSize)
-		r := packageRead{src: src, err: err}
-		if err == nil && src.Module != nil {
-			r.hash = sha256.Sum256(src.Module)
+		var r packageRead
+		if keep {
+			if r.src, r.err = ReadSource(path, maxModuleSize); r.err == nil && r.src.Module != nil {
+				r.found, r.hash = true, sha256.Sum256(r.src.Module)
+			}
+		} else {
+			sum := sha256.New()
+			if r.src, r.found, r.err = readSource(path, maxModuleSize, sum); r.found {
+				sum.Sum(r.hash[:0])
+			}
 		}
 		reading <- r
 	}()
@@ -369,7 +385,7 @@ func (r packageRead) verify(a *Artifact, path string) (*Source, [sha256.Size]byt
 	if r.err != nil {
 		return nil, r.hash, r.err
 	}
-	if r.src.Module == nil || hex.EncodeToString(r.hash[:]) != a.ModuleSHA256 {
+	if !r.found || hex.EncodeToString(r.hash[:]) != a.ModuleSHA256 {
 		return nil, r.hash, fmt.Errorf("%s: module.wasm does not match the artifact (sha256 %s, artifact %s): the package changed since its upload", path, hex.EncodeToString(r.hash[:]), a.ModuleSHA256)
 	}
 	return r.src, r.hash, nil

@@ -17,6 +17,7 @@ import (
 
 	"github.com/subako/subako-runner/internal/devtools/testguest"
 	"github.com/subako/subako-runner/internal/fuel"
+	"github.com/subako/subako-runner/limits"
 )
 
 func TestArtifactRoundTrip(t *testing.T) {
@@ -40,9 +41,54 @@ func TestArtifactRoundTrip(t *testing.T) {
 	}
 }
 
-// reopen saves pkg's artifact and opens the package at dir from it, as a
-// backend does after a restart; the opened Package closes with the test.
-func reopen(t *testing.T, rt *Runtime, pkg *Package, dir string) *Package {
+// TestOpenKeepsNoModuleBytes: an opened package holds its metered module
+// (Artifact needs it) but not module.wasm, which nothing reads once the
+// package is open: Open from an artifact this host vouches for only
+// hashes it as it streams from the file. The estimate follows. A
+// module.wasm over the size limit is refused before it is read, as Load
+// refuses it.
+func TestOpenKeepsNoModuleBytes(t *testing.T) {
+	t.Parallel()
+	rt := newRuntime(t, nil)
+	dir := makePackage(t, "../testdata/packages/cgreet/module.wasm", nil)
+	pkg := load(t, rt, dir)
+	if len(pkg.checked.Source.Module) == 0 {
+		t.Fatal("Load kept no module.wasm: the test below proves nothing")
+	}
+	opened := reopen(t, rt, pkg, dir)
+	if opened.Opened.Metering != MeteringStored {
+		t.Fatalf("opened as %s, want %s (the streaming hash is the vouched path's)", opened.Opened.Metering, MeteringStored)
+	}
+	if opened.checked.Source.Module != nil {
+		t.Errorf("the opened package keeps module.wasm's %d bytes", len(opened.checked.Source.Module))
+	}
+	if got, want := opened.ResidentBytes(), estimateResident(len(pkg.checked.metered), 0); got != want {
+		t.Errorf("ResidentBytes %d, want %d (the metered module only)", got, want)
+	}
+	if got, want := opened.Hash(), pkg.Hash(); got != want {
+		t.Errorf("hash %x, want %x", got, want)
+	}
+	res := call(t, opened, CallRequest{Tool: "greet", Arguments: json.RawMessage(`{"name":"Ada"}`)})
+	if res.Outcome != OutcomeOK {
+		t.Fatalf("call: %s %q", res.Outcome, viewText(res))
+	}
+
+	size := int64(len(pkg.checked.Source.Module))
+	lim := limits.Default()
+	lim.ModuleSize = size - 1
+	small, err := New(context.Background(), Config{CompilationCacheDir: compiledCache, Limits: &lim})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer small.Close(context.Background())
+	if p, err := small.Open(context.Background(), saveAndRead(t, pkg), dir); err == nil {
+		p.Close(context.Background())
+		t.Fatalf("a module.wasm of %d bytes opened under a limit of %d", size, size-1)
+	}
+}
+
+// saveAndRead saves pkg's artifact to a store and reads it back.
+func saveAndRead(t *testing.T, pkg *Package) *Artifact {
 	t.Helper()
 	store := t.TempDir()
 	if err := pkg.Artifact().Save(store); err != nil {
@@ -52,7 +98,14 @@ func reopen(t *testing.T, rt *Runtime, pkg *Package, dir string) *Package {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opened, err := rt.Open(context.Background(), a, dir)
+	return a
+}
+
+// reopen saves pkg's artifact and opens the package at dir from it, as a
+// backend does after a restart; the opened Package closes with the test.
+func reopen(t *testing.T, rt *Runtime, pkg *Package, dir string) *Package {
+	t.Helper()
+	opened, err := rt.Open(context.Background(), saveAndRead(t, pkg), dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
+	"slices"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -58,8 +60,10 @@ type UploadEvent struct {
 	Codes    []string
 	Tools    int
 	Duration time.Duration
-	// Phases are the steps the upload went through, in order; a step that
-	// did not run (the upload ended before it) is absent.
+	// Phases are the steps the upload went through, in the order they
+	// began; a step that did not run (the upload ended before it) is
+	// absent. "validate" and "meter" run side by side (Start and Duration
+	// say how they overlapped).
 	Phases []Phase
 }
 
@@ -101,7 +105,7 @@ type CallEvent struct {
 
 // reportUpload logs the one line of a Load and tells the observer.
 func (rt *Runtime) reportUpload(ctx context.Context, name string, hash []byte, started time.Time, phases *phaseLog, p *Package, err error) {
-	e := UploadEvent{Package: name, Outcome: OutcomeOK, Duration: time.Since(started), Phases: phases.list}
+	e := UploadEvent{Package: name, Outcome: OutcomeOK, Duration: time.Since(started), Phases: phases.phases()}
 	if hash != nil {
 		e.ModuleSHA256 = hex.EncodeToString(hash)
 	}
@@ -168,8 +172,31 @@ func callFields(e CallEvent) []zap.Field {
 
 // phaseLog collects the phases of one upload (UploadEvent.Phases). Load
 // attaches it to its context; the steps below time themselves into it.
-// An upload's steps run one after another on Load's goroutine.
-type phaseLog struct{ list []Phase }
+// Validation and metering run side by side, so a phase may end on another
+// goroutine than Load's, and phases end in any order: they are listed in
+// the order they began.
+type phaseLog struct {
+	mu   sync.Mutex
+	next int // the sequence number of the next phase to begin
+	list []loggedPhase
+}
+
+type loggedPhase struct {
+	seq int
+	Phase
+}
+
+// phases returns the phases ended so far, in the order they began.
+func (l *phaseLog) phases() []Phase {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	sorted := slices.SortedFunc(slices.Values(l.list), func(a, b loggedPhase) int { return a.seq - b.seq })
+	out := make([]Phase, len(sorted))
+	for i, p := range sorted {
+		out[i] = p.Phase
+	}
+	return out
+}
 
 type phaseLogKey struct{}
 
@@ -185,6 +212,15 @@ func phase(ctx context.Context, name string) (end func()) {
 	if l == nil {
 		return func() {}
 	}
+	l.mu.Lock()
+	seq := l.next
+	l.next++
+	l.mu.Unlock()
 	start := time.Now()
-	return func() { l.list = append(l.list, Phase{Name: name, Start: start, Duration: time.Since(start)}) }
+	return func() {
+		p := loggedPhase{seq, Phase{Name: name, Start: start, Duration: time.Since(start)}}
+		l.mu.Lock()
+		l.list = append(l.list, p)
+		l.mu.Unlock()
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"io/fs"
 	"os"
@@ -59,11 +60,19 @@ type Source struct {
 // The module is never read past maxModuleSize bytes: a larger file is
 // rejected as module_too_large from its size alone.
 func ReadSource(path string, maxModuleSize int64) (*Source, error) {
+	src, _, err := readSource(path, maxModuleSize, nil)
+	return src, err
+}
+
+// readSource is ReadSource, except that with sum set module.wasm is only
+// hashed into it as it is read, never held: Source.Module stays nil, and
+// found reports whether a module within the limit was there to hash.
+func readSource(path string, maxModuleSize int64, sum hash.Hash) (src *Source, found bool, err error) {
 	info, err := os.Stat(path)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	src := &Source{}
+	src = &Source{}
 	modulePath := path
 	if info.IsDir() {
 		src.Dir = path
@@ -71,52 +80,62 @@ func ReadSource(path string, maxModuleSize int64) (*Source, error) {
 		src.Manifest, src.Rejections = readManifest(filepath.Join(path, ManifestFile))
 		src.HasAssets, err = hasAssets(path)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	} else if !info.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is neither a package directory nor a .wasm file", path)
+		return nil, false, fmt.Errorf("%s is neither a package directory nor a .wasm file", path)
 	}
-	module, rej, err := readModule(modulePath, maxModuleSize)
+	var rej []Rejection
+	if sum != nil {
+		found, rej, err = readModule(modulePath, maxModuleSize, sum)
+	} else {
+		var buf bytes.Buffer
+		if found, rej, err = readModule(modulePath, maxModuleSize, &buf); found {
+			src.Module = buf.Bytes()
+		}
+	}
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	src.Module = module
 	src.Rejections = append(src.Rejections, rej...)
-	return src, nil
+	return src, found, nil
 }
 
-func readModule(path string, maxSize int64) ([]byte, []Rejection, error) {
+// readModule writes module.wasm to w, unless it is missing, not a regular
+// file or over maxSize (then the rejection says so and found is false).
+// A *bytes.Buffer is sized first, so a 14 MB module is read into one
+// allocation instead of a chain of growing copies.
+func readModule(path string, maxSize int64, w io.Writer) (found bool, _ []Rejection, _ error) {
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, []Rejection{{CodeMissingModule, fmt.Sprintf("the package has no %s: put the compiled WebAssembly module next to %s", ModuleFile, ManifestFile)}}, nil
+		return false, []Rejection{{CodeMissingModule, fmt.Sprintf("the package has no %s: put the compiled WebAssembly module next to %s", ModuleFile, ManifestFile)}}, nil
 	}
 	if err != nil {
-		return nil, nil, err
+		return false, nil, err
 	}
 	defer f.Close()
 	info, err := f.Stat()
 	if err != nil {
-		return nil, nil, err
+		return false, nil, err
 	}
 	if !info.Mode().IsRegular() {
-		return nil, []Rejection{{CodeMissingModule, fmt.Sprintf("%s is not a regular file", ModuleFile)}}, nil
+		return false, []Rejection{{CodeMissingModule, fmt.Sprintf("%s is not a regular file", ModuleFile)}}, nil
 	}
 	if info.Size() > maxSize {
-		return nil, []Rejection{tooLarge(info.Size(), maxSize)}, nil
+		return false, []Rejection{tooLarge(info.Size(), maxSize)}, nil
+	}
+	if buf, ok := w.(*bytes.Buffer); ok {
+		buf.Grow(int(info.Size()) + bytes.MinRead)
 	}
 	// The file may grow between Stat and Read; never read more than allowed.
-	// The buffer starts at the size Stat saw, so a 14 MB module is read
-	// into one allocation instead of a chain of growing copies.
-	var buf bytes.Buffer
-	buf.Grow(int(info.Size()) + bytes.MinRead)
-	if _, err := buf.ReadFrom(io.LimitReader(f, maxSize+1)); err != nil {
-		return nil, nil, err
+	n, err := io.Copy(w, io.LimitReader(f, maxSize+1))
+	if err != nil {
+		return false, nil, err
 	}
-	b := buf.Bytes()
-	if int64(len(b)) > maxSize {
-		return nil, []Rejection{tooLarge(int64(len(b)), maxSize)}, nil
+	if n > maxSize {
+		return false, []Rejection{tooLarge(n, maxSize)}, nil
 	}
-	return b, nil, nil
+	return true, nil, nil
 }
 
 func tooLarge(size, maxSize int64) Rejection {

@@ -5,9 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -89,13 +91,17 @@ type PackageSetConfig struct {
 	// MaxPackages bounds how many packages are open at once; 0 means no
 	// bound of count.
 	MaxPackages int
-	// CollectAfter: once the set has closed packages of this many
-	// estimated bytes, it runs a garbage collection on a goroutine of its
-	// own. wazero unmaps a closed module's machine code only when the
-	// collector finalizes it, and a process with a small heap (or a high
-	// GOGC, as the subako-runner command) may not collect for minutes:
-	// evicted code would stay resident and the budget would mean nothing.
-	// 0 means MaxBytes/4 (64 MiB without MaxBytes); negative never.
+	// CollectAfter: once the set has opened and closed packages of this
+	// many estimated bytes, it runs a garbage collection on a goroutine of
+	// its own and, unless the process has a memory limit (whose scavenger
+	// does it), returns the freed heap to the OS (debug.FreeOSMemory).
+	// wazero unmaps a closed module's machine code only when the collector
+	// finalizes it, an open leaves garbage of about half its estimate
+	// (the artifact read, wazero's decoding and validation), and a process
+	// with a small heap (or a high GOGC, as the subako-runner command) may
+	// not collect for minutes, nor give freed pages back: evicted code and
+	// garbage would stay resident and the budget would mean nothing. 0
+	// means MaxBytes/4 (64 MiB without MaxBytes); negative never.
 	CollectAfter int64
 	// StrictBudget makes an open wait, when the packages in use (and the
 	// opens begun before it) leave no room in the budget, until calls end
@@ -136,7 +142,10 @@ var ErrPackageSetClosed = errors.New("subako package set closed")
 //     goes ahead over the budget, or with StrictBudget waits for calls to
 //     end (Stats.OpenWaits).
 //   - The budget is of estimated bytes (Package.ResidentBytes): wazero does
-//     not report what a compiled module costs.
+//     not report what a compiled module costs. About 40% of it is Go heap:
+//     bound the heap's garbage with a memory limit (debug.SetMemoryLimit)
+//     of MaxBytes/2 + 64 MiB plus the process's own heap, above all under
+//     the high GOGC of GCPercent (docs/embedding.md).
 //   - Close drains: it refuses new calls, waits for those in flight and for
 //     opens under way, then closes every package. It does not close the
 //     Runtime.
@@ -155,10 +164,10 @@ type PackageSet struct {
 	closed  bool
 	busy    sync.WaitGroup // one per Acquire not released and per open under way
 	stats   PackageSetStats
-	// closedBytes are the estimated bytes closed since the last
-	// collection (CollectAfter); collecting is set while one runs.
-	closedBytes atomic.Int64
-	collecting  atomic.Bool
+	// churnBytes are the estimated bytes opened and closed since the
+	// last collection (CollectAfter); collecting is set while one runs.
+	churnBytes atomic.Int64
+	collecting atomic.Bool
 	// reservations are the estimates of the opens under way (load), in
 	// the order they began; reservedBytes and reserved sum them. The
 	// budget counts them before their packages exist. cond (on mu) wakes
@@ -207,7 +216,8 @@ type PackageSetStats struct {
 	// older opens) to leave room in the budget.
 	OpenWaits int64
 	// Collections are the garbage collections the set started to unmap
-	// closed packages' code (PackageSetConfig.CollectAfter).
+	// closed packages' code and return its opens' garbage to the OS
+	// (PackageSetConfig.CollectAfter).
 	Collections int64
 }
 
@@ -427,6 +437,9 @@ func (s *PackageSet) open(callerCtx context.Context, e *setEntry) {
 	} else {
 		s.observe(callerCtx, PackageSetEvent{Kind: PackageSetOpened, Key: e.key, Duration: took, Bytes: e.bytes})
 	}
+	if err == nil {
+		s.noteChurn(e.bytes)
+	}
 	s.closeAll(closing)
 	close(e.done)
 }
@@ -583,21 +596,29 @@ func (s *PackageSet) closeAll(entries []*setEntry) {
 		if e.evicted {
 			s.observe(context.Background(), PackageSetEvent{Kind: PackageSetEvicted, Key: e.key, Bytes: e.bytes})
 		}
-		s.noteClosed(e.bytes)
+		s.noteChurn(e.bytes)
 	}
 }
 
-// closed_ counts bytes closed and starts a collection when CollectAfter
-// is reached (one at a time): see PackageSetConfig.CollectAfter.
-func (s *PackageSet) noteClosed(bytes int64) {
-	if s.cfg.CollectAfter < 0 || s.closedBytes.Add(bytes) < s.cfg.CollectAfter || !s.collecting.CompareAndSwap(false, true) {
+// noteChurn counts bytes opened or closed and starts a collection when
+// CollectAfter is reached (one at a time): see
+// PackageSetConfig.CollectAfter.
+func (s *PackageSet) noteChurn(bytes int64) {
+	if s.cfg.CollectAfter < 0 || s.churnBytes.Add(bytes) < s.cfg.CollectAfter || !s.collecting.CompareAndSwap(false, true) {
 		return
 	}
-	s.closedBytes.Store(0)
+	s.churnBytes.Store(0)
 	s.collections.Add(1)
 	go func() {
 		defer s.collecting.Store(false)
-		goruntime.GC()
+		if debug.SetMemoryLimit(-1) < math.MaxInt64 {
+			// Under a memory limit the scavenger returns freed pages
+			// itself, as the heap nears the limit: a collection is enough,
+			// and pages kept are not faulted in again.
+			goruntime.GC()
+			return
+		}
+		debug.FreeOSMemory()
 	}()
 }
 
@@ -675,14 +696,15 @@ func (s *PackageSet) Close(ctx context.Context) error {
 	var err error
 	for _, e := range closing {
 		err = errors.Join(err, e.pkg.Close(ctx))
-		s.noteClosed(e.bytes)
+		s.noteChurn(e.bytes)
 	}
 	return err
 }
 
 // ResidentBytes estimates the memory the open package holds while it
 // stays open: its compiled machine code and wazero's structures for it,
-// the metered module and module.wasm it keeps (Artifact needs them). wazero
+// the metered module it keeps (Artifact needs it), and module.wasm when
+// it keeps that too (a package from Load; Open only hashes it). wazero
 // does not report the first two; the estimate is linear in the metered
 // module's size, measured on C and Go packages (docs/embedding.md,
 // "Thousands of packages").

@@ -306,6 +306,17 @@ func TestPackageSetByteBudget(t *testing.T) {
 	if st := s.Stats(); st.Resident != 2 || st.Evictions != 2 || st.Misses != 4 || st.Collections < 1 {
 		t.Fatalf("%+v: want k0 evicted by k2 and k1 by k0's return, and a collection", st)
 	}
+	// Opens count too: with room for every package, nothing is evicted,
+	// and two opens of one package's estimate each start a collection.
+	s = newSet(t, rt, PackageSetConfig{Loader: d, CollectAfter: 2 * one})
+	for _, key := range []string{"k0", "k1"} {
+		if err := greetVia(s, key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := s.Stats(); st.Evictions != 0 || st.Collections != 1 {
+		t.Fatalf("%+v: want one collection after opening twice CollectAfter/2, and no eviction", st)
+	}
 	s = newSet(t, rt, PackageSetConfig{Loader: d, MaxBytes: 2*one + one/2, CollectAfter: -1})
 	for _, key := range []string{"k0", "k1", "k2", "k0"} {
 		if err := greetVia(s, key); err != nil {

@@ -80,14 +80,35 @@ func (c *Compiler) Validate(ctx context.Context, module []byte, timeout time.Dur
 // then, and is not validated again: the records are as trusted as the
 // machine code next to them.
 func (c *Compiler) Meter(ctx context.Context, module []byte, timeout time.Duration) ([]byte, error) {
-	if c.known == nil || !c.known(sha256.Sum256(module)) {
-		endValidate := c.phase(ctx, "validate")
-		err := c.Validate(ctx, module, timeout)
-		endValidate()
-		if err != nil {
-			return nil, err
-		}
+	if c.known != nil && c.known(sha256.Sum256(module)) {
+		return c.meter(ctx, module)
 	}
+	// Validation and metering read the same bytes and need nothing of
+	// each other, so the rewrite runs beside wazero's validation (on the
+	// SDK module, the two longest steps of an upload before the compile);
+	// its output is used only once the module as uploaded is valid. The
+	// rewriter takes any bytes (FuzzInstrument).
+	type result struct {
+		metered []byte
+		err     error
+	}
+	metering := make(chan result, 1)
+	endValidate := c.phase(ctx, "validate") // begun first: the phases are listed so
+	go func() {
+		metered, err := c.meter(ctx, module)
+		metering <- result{metered, err}
+	}()
+	err := c.Validate(ctx, module, timeout)
+	endValidate()
+	r := <-metering
+	if err != nil {
+		return nil, err
+	}
+	return r.metered, r.err
+}
+
+// meter is fuel.Instrument, timed as the upload's "meter" phase.
+func (c *Compiler) meter(ctx context.Context, module []byte) ([]byte, error) {
 	defer c.phase(ctx, "meter")()
 	metered, err := fuel.Instrument(module)
 	if err != nil {

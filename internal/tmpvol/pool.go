@@ -136,29 +136,50 @@ func Open(root string, log *zap.Logger) (*Pool, error) {
 // file appears under its final name already locked (it is created under a
 // temporary name and renamed), so a sweeping runtime never mistakes a
 // starting one for a dead one.
+//
+// Between the temporary file's creation and its lock, a runtime sweeping
+// the root at that moment may take it for a dead starter's: it locks it
+// first (our lock then fails) or removes it (our rename then fails). Both
+// are that race, not a fault: the claim starts again under a new id.
 func claimTempDir(root string) (string, *os.File, error) {
+	const attempts = 16
+	var err error
+	for range attempts {
+		var id string
+		var f *os.File
+		var raced bool
+		if id, f, raced, err = tryClaimTempDir(root); !raced {
+			return id, f, err
+		}
+	}
+	return "", nil, fmt.Errorf("%w (%d attempts, each lost to a runtime sweeping the root)", err, attempts)
+}
+
+// tryClaimTempDir is one attempt of claimTempDir; raced reports that it
+// lost to a sweeping runtime and may be tried again.
+func tryClaimTempDir(root string) (id string, f *os.File, raced bool, err error) {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
-	id := strconv.Itoa(os.Getpid()) + "-" + hex.EncodeToString(b[:])
+	id = strconv.Itoa(os.Getpid()) + "-" + hex.EncodeToString(b[:])
 	tmp := filepath.Join(root, id+".lock.new")
-	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err = os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return "", nil, err
+		return "", nil, false, err
 	}
 	if ok, err := tryLock(f); err != nil || !ok {
 		f.Close()
 		os.Remove(tmp)
 		if err == nil {
-			err = errors.New("a new lock file is locked by someone else")
+			return "", nil, true, errors.New("a new lock file is locked by someone else")
 		}
-		return "", nil, err
+		return "", nil, false, err
 	}
 	if err := os.Rename(tmp, filepath.Join(root, id+".lock")); err != nil {
 		f.Close()
 		os.Remove(tmp)
-		return "", nil, err
+		return "", nil, errors.Is(err, fs.ErrNotExist), err
 	}
-	return id, f, nil
+	return id, f, false, nil
 }
 
 // releaseTempLock removes a lock file and then lets the lock go, in that
