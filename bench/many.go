@@ -614,13 +614,20 @@ func timedCalls(callers, n int, one func(i int) (d time.Duration, timed bool, er
 }
 
 // warmCompile is one wazero CompileModule of the module at path from the
-// warm cache, in a fresh wazero runtime configured as runtime.New does
-// (the reopen measure's floor).
+// warm cache (see warmCompileBytes).
 func warmCompile(ctx context.Context, cache, path string) (time.Duration, error) {
 	wasm, err := os.ReadFile(path)
 	if err != nil {
 		return 0, err
 	}
+	return warmCompileBytes(ctx, cache, wasm)
+}
+
+// warmCompileBytes is what wazero itself needs to hand back a compiled
+// module from its warm file cache (decode, validate, hash the bytes, read
+// and map the machine code), in a fresh wazero runtime configured as
+// runtime.New does: the reopen measures' floor.
+func warmCompileBytes(ctx context.Context, cache string, wasm []byte) (time.Duration, error) {
 	cc, err := wazero.NewCompilationCacheWithDir(cache)
 	if err != nil {
 		return 0, err

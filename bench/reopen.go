@@ -8,9 +8,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/tetratelabs/wazero"
-	"github.com/tetratelabs/wazero/api"
-
 	"github.com/subako/subako-runner/runtime"
 )
 
@@ -83,24 +80,7 @@ func benchReopen(ctx context.Context, o options, t *table) error {
 	if err != nil {
 		return err
 	}
-	// floor is what wazero itself needs to hand back a compiled module
-	// from its warm file cache: decode, validate, hash the bytes, read and
-	// map the machine code. The runtime is configured as runtime.New does.
-	floor := func() (time.Duration, error) {
-		cc, err := wazero.NewCompilationCacheWithDir(cache)
-		if err != nil {
-			return 0, err
-		}
-		defer cc.Close(ctx)
-		wz := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().
-			WithCoreFeatures(api.CoreFeaturesV2).WithMemoryLimitPages(65536).WithCompilationCache(cc))
-		defer wz.Close(ctx)
-		start := time.Now()
-		if _, err := wz.CompileModule(ctx, metered); err != nil {
-			return 0, err
-		}
-		return time.Since(start), nil
-	}
+	floor := func() (time.Duration, error) { return warmCompileBytes(ctx, cache, metered) }
 	var warm, base, cold []time.Duration
 	deadline := time.Now().Add(90 * time.Second)
 	for i := 0; (i < o.reopenRuns || i < o.coldRuns) && time.Now().Before(deadline); i++ {
