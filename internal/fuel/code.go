@@ -35,6 +35,7 @@ func (rw *rewriter) code(sizeHint int) ([]byte, error) {
 		}
 		hasLoop, hasCall := rw.shapes[i]&hasLoopBit != 0, rw.shapes[i]&hasCallBit != 0
 		fr.local, fr.checkEntry, fr.usedTemp = hasLoop, hasCall, false
+		fr.callersPay = rw.leafCost[i] > 0
 		fr.nLocals, fr.fuelLocal, fr.tickLocal, fr.temp = uint32(nLocals), uint32(nLocals), uint32(nLocals)+1, uint32(nLocals)
 		if fr.local {
 			fr.temp += 2
@@ -102,7 +103,7 @@ func (rw *rewriter) scanAll() error {
 		}
 		rw.maxUnchecked = max(rw.maxUnchecked, rw.unchecked(uint32(i)+rw.nImpFuncs))
 	}
-	return nil
+	return rw.leaves()
 }
 
 // unchecked bounds what a call of function f (an input index) runs
@@ -194,8 +195,12 @@ type funcRewriter struct {
 	// segCheck: the current segment's charge is followed by a check;
 	// checkEntry: the function's entry segment is.
 	segCheck, checkEntry bool
-	// segCall: the current segment makes a call.
+	// segCall: the current segment makes a call that may charge the
+	// counter (not one of a small leaf).
 	segCall bool
+	// callersPay: this function is a small leaf, whose callers pay its
+	// cost (see leaves); it charges nothing itself.
+	callersPay bool
 	// segReenter: the pending check is at a loop header the refuel arm
 	// can branch back to (see check).
 	segReenter bool
@@ -410,6 +415,7 @@ func (fr *funcRewriter) body(code *wasmbin.Code) ([]byte, error) {
 				fr.spend(ImportCallCost)
 			}
 			fr.regionAdd(fr.rw.unchecked(in.Index))
+			fr.cost += fr.rw.leafCostOf(in.Index)
 			fr.writeback()
 			fr.copy(expr)
 			dead, fr.deadDepth = true, len(fr.ctrl)
@@ -418,18 +424,35 @@ func (fr *funcRewriter) body(code *wasmbin.Code) ([]byte, error) {
 			wasmbin.OpThrow, wasmbin.OpRethrow, wasmbin.OpThrowRef:
 			if in.Op == wasmbin.OpReturnCallIndirect || in.Op == wasmbin.OpReturnCallRef {
 				fr.regionAdd(fr.rw.maxUnchecked)
+				fr.cost += fr.rw.callees(in.Index).leafCost
 			}
 			fr.writeback()
 			fr.copy(expr)
 			dead, fr.deadDepth = true, len(fr.ctrl)
 		case wasmbin.OpCall, wasmbin.OpCallIndirect, wasmbin.OpCallRef:
+			// A small leaf's cost is paid here, with this segment's
+			// charge (the tick's region has its size already, as that of
+			// any callee that does not check on entry).
+			charges := true
 			if in.Op == wasmbin.OpCall {
 				if in.Index < fr.rw.nImpFuncs {
 					fr.spend(ImportCallCost)
 				}
 				fr.regionAdd(fr.rw.unchecked(in.Index))
+				leaf := fr.rw.leafCostOf(in.Index)
+				fr.cost += leaf
+				charges = leaf == 0
 			} else {
 				fr.regionAdd(fr.rw.maxUnchecked)
+				c := fr.rw.callees(in.Index)
+				fr.cost += c.leafCost
+				charges = c.needsSync
+			}
+			if !charges {
+				// Nothing it calls touches the counter: no writeback,
+				// and the segment runs on as straight code.
+				fr.copy(expr)
+				break
 			}
 			fr.segCall = true
 			// The callee charges the global.
@@ -811,7 +834,7 @@ func (fr *funcRewriter) flush() {
 // function's entry may start with instructions that cost nothing (see
 // free), and the check must not move off the path every iteration takes.
 func (fr *funcRewriter) charge(cost int64) {
-	if cost > 0 {
+	if cost > 0 && !fr.callersPay {
 		fr.out = fr.getCounter(fr.out)
 		fr.out = append(fr.out, 0x42)
 		fr.out = wasmbin.AppendS64(fr.out, cost)

@@ -67,7 +67,13 @@
 //     and charging what it asked for let a guest buy seconds of fuel for
 //     microseconds of time;
 //   - a direct call of an imported (host) function costs ImportCallCost
-//     more.
+//     more;
+//   - a small leaf (leaf.go: at most smallLeafBytes of code, no loop, no
+//     call, nothing charged by size, neither exported nor the start
+//     function) charges nothing itself: every call that can reach it pays
+//     its whole body, each instruction once whether it runs or not, and
+//     writes nothing back for it (a call through a reference pays the
+//     dearest small leaf of its type).
 //
 // Segments are charged before they run. Same module, same input: same
 // fuel, and the budget runs out at the same point, whatever the slicing.

@@ -236,6 +236,13 @@ type rewriter struct {
 	// before its callee checks (see unchecked).
 	shapes       []uint8
 	maxUnchecked int64
+	// leafCost is each defined function's cost when it is a small leaf,
+	// which its callers pay, else 0; indirect is what a call through a
+	// reference may reach, by the canonical index (canon) of its type
+	// (see leaves).
+	leafCost []int64
+	canon    []uint32
+	indirect map[uint32]indirectCallees
 	only         lines // bothLines but in tests
 }
 

@@ -338,9 +338,14 @@ func TestTickChargesEachRegion(t *testing.T) {
 		// bytes + br + the final end (return).
 		{"a loop calling a leaf", []byte{0x03, 0x40, 0x10, 0x01, 0x0c, 0x00, 0x0b}, false, []int64{7}},
 		{"a loop calling a checked function", []byte{0x03, 0x40, 0x10, 0x02, 0x0c, 0x00, 0x0b}, false, []int64{3}},
-		// The inner loop follows a call, so it has its own check and
-		// region (br); the outer's is call + 4 + br + return.
-		{"nested loops, separate checks", []byte{0x03, 0x40, 0x10, 0x01, 0x03, 0x40, 0x0c, 0x00, 0x0b, 0x0c, 0x00, 0x0b}, false, []int64{7, 1}},
+		// The inner loop follows a call of a checked function, so it has
+		// its own check and region (br); the outer's is call + br +
+		// return.
+		{"nested loops, separate checks", []byte{0x03, 0x40, 0x10, 0x02, 0x03, 0x40, 0x0c, 0x00, 0x0b, 0x0c, 0x00, 0x0b}, false, []int64{3, 1}},
+		// A call of a small leaf is straight code (its caller pays, and
+		// nothing is written back), so the inner loop shares the outer's
+		// check: call + 4 + br (inner) + br (outer) + return.
+		{"nested loops after a leaf call, one check", []byte{0x03, 0x40, 0x10, 0x01, 0x03, 0x40, 0x0c, 0x00, 0x0b, 0x0c, 0x00, 0x0b}, false, []int64{8}},
 		// Directly nested loops share one check, and its region spans
 		// both: i32.const, drop, br (inner) + br (outer).
 		{"nested loops, one check", []byte{0x03, 0x40, 0x03, 0x40, 0x41, 0x00, 0x1a, 0x0c, 0x00, 0x0b, 0x0c, 0x00, 0x0b}, false, []int64{4}},

@@ -1,0 +1,109 @@
+package fuel
+
+import (
+	"bytes"
+	"context"
+	"testing"
+
+	"github.com/subako/subako-runner/internal/wasmbin"
+	"github.com/subako/subako-runner/internal/wasmbin/wasmtest"
+)
+
+// TestSmallLeavesArePaidByTheirCallers pins leaves.wat's counts: a call
+// that can reach a small leaf pays its whole body, whichever path the
+// leaf takes; a call through a reference pays the dearest small leaf of
+// its type; leaves that are too big, charge by size or are called by the
+// host charge themselves, by the path taken.
+func TestSmallLeavesArePaidByTheirCallers(t *testing.T) {
+	ctx := context.Background()
+	r := meteredRuntime(t, ctx)
+	cm := instrumentAndCompile(t, ctx, r, readFixture(t, "leaves.wasm"))
+	tests := []struct {
+		name string
+		fn   string
+		args []uint64
+		want uint64
+	}{
+		{"a direct call pays the leaf's whole body (then arm)", "direct", []uint64{1}, 10},
+		{"a direct call pays the leaf's whole body (else arm)", "direct", []uint64{0}, 10},
+		{"call_indirect pays the dearest small leaf of its type (that leaf)", "indirect", []uint64{0}, 11},
+		{"call_indirect pays the dearest small leaf of its type (a cheaper one)", "indirect", []uint64{1}, 11},
+		{"call_indirect reaching a small leaf", "mixed", []uint64{2}, 8},
+		{"call_indirect reaching a function that charges itself", "mixed", []uint64{3}, 8 + 12},
+		{"a leaf over the size charges itself, arm skipped", "callbig", []uint64{0}, 3 + 3},
+		{"a leaf over the size charges itself, arm run", "callbig", []uint64{1}, 3 + 103},
+		{"a leaf charged by size charges itself", "callfill", []uint64{1000}, 3 + 5 + 1000/BulkBytesPerFuel},
+		{"a leaf the host calls charges itself (then)", "hostleaf", []uint64{1}, 5},
+		{"a leaf the host calls charges itself (else)", "hostleaf", []uint64{0}, 6},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for i := 0; i < 3; i++ {
+				m, err := run(t, ctx, r, cm, 0, tt.fn, tt.args...)
+				if err != nil {
+					t.Fatalf("%s%v: %v", tt.fn, tt.args, err)
+				}
+				if got := m.Used(); got != tt.want {
+					t.Fatalf("run %d: %s%v used %d fuel, want %d", i, tt.fn, tt.args, got, tt.want)
+				}
+			}
+		})
+	}
+}
+
+// TestSmallLeafCallsWriteNothingBack: a loop that calls a small leaf
+// keeps the counter in its local across the call (it writes it back once,
+// on the way out), and the leaf does not touch the counter; a loop that
+// calls a function that charges itself writes back before the call too.
+func TestSmallLeafCallsWriteNothingBack(t *testing.T) {
+	loopCalling := func(f byte) []byte {
+		return []byte{0x03, 0x40, 0x10, f, 0x41, 0x00, 0x0d, 0x00, 0x0b} // loop; call f; i32.const 0; br_if 0; end
+	}
+	leaf := []byte{0x41, 0x00, 0x1a} // i32.const 0; drop
+	charged := []byte{0x10, 0x01}    // call 1 (the leaf): a function that makes calls
+	counterOps := func(expr []byte, counter uint32) (gets, sets int) {
+		w := wasmbin.NewWalker(expr, 0)
+		var in wasmbin.Instr
+		for w.Next(&in) == nil {
+			if in.Index != counter {
+				continue
+			}
+			switch in.Op {
+			case wasmbin.OpGlobalGet:
+				gets++
+			case wasmbin.OpGlobalSet:
+				sets++
+			}
+		}
+		return gets, sets
+	}
+	for _, tt := range []struct {
+		name     string
+		callee   byte
+		wantSets int
+	}{
+		{"calling a small leaf", 1, 1},
+		{"calling a function that charges itself", 2, 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := Instrument(wasmtest.Module{Bodies: [][]byte{loopCalling(tt.callee), leaf, charged}}.Bytes())
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := wasmbin.Decode(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			counter := uint32(len(m.Globals) - 2) // the module has none of its own: the counter, then the tick
+			if _, sets := counterOps(m.Codes[0].Expr, counter); sets != tt.wantSets {
+				t.Errorf("the loop writes the counter back %d times; want %d", sets, tt.wantSets)
+			}
+			if gets, sets := counterOps(m.Codes[1].Expr, counter); gets+sets != 0 {
+				t.Errorf("the small leaf reads the counter %d times and writes it %d times; want neither", gets, sets)
+			}
+			if !bytes.Equal(m.Codes[1].Expr, append(append([]byte(nil), leaf...), 0x0b)) {
+				t.Errorf("the small leaf was rewritten: % x", m.Codes[1].Expr)
+			}
+		})
+	}
+}
