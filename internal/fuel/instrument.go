@@ -243,7 +243,7 @@ type rewriter struct {
 	leafCost []int64
 	canon    []uint32
 	indirect map[uint32]indirectCallees
-	only         lines // bothLines but in tests
+	only     lines // bothLines but in tests
 }
 
 // fn maps a function index of the input to the output: the imports are
