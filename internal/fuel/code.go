@@ -26,6 +26,9 @@ func (rw *rewriter) code(sizeHint int) ([]byte, error) {
 		if uint64(ti) >= uint64(len(m.Types)) {
 			return nil, fmt.Errorf("fuel: function %d has type index %d, past the %d types", int(rw.nImpFuncs)+i, ti, len(m.Types))
 		}
+		if len(code.Expr) > maxBodyBytes {
+			return nil, fmt.Errorf("%w: function %d has %d bytes of code, over the %d the meter's halves are sized for", ErrUnsupported, int(rw.nImpFuncs)+i, len(code.Expr), maxBodyBytes)
+		}
 		nLocals := uint64(len(m.Types[ti].Params))
 		for _, l := range code.Locals {
 			nLocals += uint64(l.Count)
@@ -36,21 +39,27 @@ func (rw *rewriter) code(sizeHint int) ([]byte, error) {
 		hasLoop, hasCall := rw.shapes[i]&hasLoopBit != 0, rw.shapes[i]&hasCallBit != 0
 		fr.local, fr.checkEntry, fr.usedTemp = hasLoop, hasCall, false
 		fr.callersPay = rw.leafCost[i] > 0
-		fr.nLocals, fr.fuelLocal, fr.tickLocal, fr.temp = uint32(nLocals), uint32(nLocals), uint32(nLocals)+1, uint32(nLocals)
+		fr.postCalls, fr.nextPostCall = fr.postCalls[:0], 0
+		if hasCall {
+			var err error
+			if fr.postCalls, err = rw.tails(code, fr.postCalls); err != nil {
+				return nil, fmt.Errorf("fuel: function %d: %w", int(rw.nImpFuncs)+i, err)
+			}
+		}
+		fr.nLocals, fr.meterLocal, fr.temp = uint32(nLocals), uint32(nLocals), uint32(nLocals)
 		if fr.local {
-			fr.temp += 2
+			fr.temp++
 		}
 		fr.refLocals = fr.refLocals[:0]
 		expr, err := fr.body(code)
 		if err != nil {
 			return nil, fmt.Errorf("fuel: function %d: %w", int(rw.nImpFuncs)+i, err)
 		}
-		// The locals: copied verbatim, plus the i64 counter and tick
-		// caches and the two i32 temporaries of size-charged instructions
-		// when used.
+		// The locals: copied verbatim, plus the i64 meter's cache and
+		// the two i32 temporaries of size-charged instructions when used.
 		extra = extra[:0]
 		if fr.local {
-			extra = append(extra, wasmbin.I64, wasmbin.I64)
+			extra = append(extra, wasmbin.I64)
 		}
 		if fr.usedTemp {
 			extra = append(extra, wasmbin.I32, wasmbin.I32)
@@ -174,13 +183,12 @@ type funcRewriter struct {
 	out  []byte // the rewritten expression
 	seg  []byte // the current segment, not yet charged
 	cost int64  // static cost of seg
-	// local: the counter is cached in local fuelLocal (see reload and
+	// local: the meter is cached in local meterLocal (see reload and
 	// writeback).
-	local     bool
-	nLocals   uint32 // the function's own parameters and locals
-	fuelLocal uint32
-	tickLocal uint32 // the tick's cache, fuelLocal+1, when local
-	temp      uint32 // index of the first i32 temporary; the second is temp+1
+	local      bool
+	nLocals    uint32 // the function's own parameters and locals
+	meterLocal uint32
+	temp       uint32 // index of the first i32 temporary; the second is temp+1
 	usedTemp  bool
 	// refLocals are the types of the reference temporaries table.grow
 	// needs, one per element type, declared after the temporaries.
@@ -204,6 +212,16 @@ type funcRewriter struct {
 	// segReenter: the pending check is at a loop header the refuel arm
 	// can branch back to (see check).
 	segReenter bool
+	// segPostCall: the pending check follows a call's return (see
+	// postCall); it charges the tick the function's whole cost, total,
+	// written at the function's end where postCallPatches say.
+	segPostCall     bool
+	total           int64
+	postCallPatches []patch
+	// postCalls are the offsets of the calls that get a check after
+	// their return (see tails), nextPostCall the first not yet passed.
+	postCalls    []int
+	nextPostCall int
 
 	// The tick's regions (see region): all of this function's, the open
 	// ones innermost last, and the one the pending check charges.
@@ -224,9 +242,11 @@ type region struct {
 	cost  int64 // the region's cost so far
 	// patch and rePatch are where its cost goes in out: the check's
 	// charge and, in a re-entering check, the refuel arm's give-back (-1:
-	// not emitted yet).
-	patch, rePatch int
-	done           bool // closed: cost is final
+	// not emitted yet); patchCost and rePatchCost the fuel charges that
+	// share those constants (see regionCharge).
+	patch, rePatch           int
+	patchCost, rePatchCost   int64
+	done                     bool // closed: cost is final
 }
 
 // frame is an open block. An end is a join point, where a new segment
@@ -280,17 +300,14 @@ func (fr *funcRewriter) body(code *wasmbin.Code) ([]byte, error) {
 	fr.cost = 0
 	fr.ctrl = fr.ctrl[:0]
 	fr.wroteBack = -1
-	fr.segCheck, fr.segCall, fr.segReenter = fr.checkEntry, false, false
+	fr.segCheck, fr.segCall, fr.segReenter, fr.segPostCall = fr.checkEntry, false, false, false
+	fr.total, fr.postCallPatches = 0, fr.postCallPatches[:0]
 	fr.regions, fr.open, fr.checkRegion = fr.regions[:0], fr.open[:0], -1
 	if fr.checkEntry {
 		fr.checkRegion = fr.openRegion(0)
 	}
 	if fr.local {
 		fr.out = fr.reload(fr.out)
-		fr.out = append(fr.out, 0x23) // global.get T; local.set tick
-		fr.out = wasmbin.AppendU32(fr.out, fr.rw.tick)
-		fr.out = append(fr.out, 0x21)
-		fr.out = wasmbin.AppendU32(fr.out, fr.tickLocal)
 	}
 	dead := false
 	in := &fr.in
@@ -373,6 +390,11 @@ func (fr *funcRewriter) body(code *wasmbin.Code) ([]byte, error) {
 			// The moved check keeps its region, which then spans this
 			// loop too: it is passed on every way round either.
 			fr.copy(expr)
+			if fr.segPostCall && len(fr.splits) == 0 && !fr.segCall {
+				// Straight on into the loop's own check: the call's
+				// return needs none of its own.
+				fr.segCheck, fr.segPostCall = false, false
+			}
 			moved := fr.segCheck && len(fr.splits) == 0 && !fr.segCall
 			if moved {
 				fr.segCheck = false
@@ -461,6 +483,9 @@ func (fr *funcRewriter) body(code *wasmbin.Code) ([]byte, error) {
 			if fr.local {
 				fr.seg = fr.reload(fr.seg)
 			}
+			if fr.checksAfter(in.Start) {
+				fr.postCall()
+			}
 		case wasmbin.OpMemoryGrow:
 			fr.grown(pageShift, func() { fr.copy(expr) })
 		case wasmbin.OpMemoryFill, wasmbin.OpMemoryCopy, wasmbin.OpMemoryInit:
@@ -475,6 +500,9 @@ func (fr *funcRewriter) body(code *wasmbin.Code) ([]byte, error) {
 	}
 	// The final end flushed the last segment.
 	fr.closeRegions(-1)
+	for _, p := range fr.postCallPatches {
+		putRegionCharge(fr.out[p.at:p.at+regionChargeLen], fr.total, p.cost)
+	}
 	return fr.out, nil
 }
 
@@ -488,6 +516,7 @@ func (fr *funcRewriter) spend(n int64) {
 // every region (a function that makes no calls, outside its loops) runs
 // at most once a call, and its caller's region paid for it.
 func (fr *funcRewriter) regionAdd(n int64) {
+	fr.total += n
 	if len(fr.open) > 0 {
 		fr.regions[fr.open[len(fr.open)-1]].cost += n
 	}
@@ -512,33 +541,36 @@ func (fr *funcRewriter) closeRegions(depth int) {
 		}
 		fr.open = fr.open[:len(fr.open)-1]
 		r.done = true
-		for _, at := range [...]int{r.patch, r.rePatch} {
-			if at >= 0 {
-				putRegionCost(fr.out[at:at+regionCostLen], r.cost)
-			}
+		if r.patch >= 0 {
+			putRegionCharge(fr.out[r.patch:r.patch+regionChargeLen], r.cost, r.patchCost)
+		}
+		if r.rePatch >= 0 {
+			putRegionCharge(fr.out[r.rePatch:r.rePatch+regionChargeLen], r.cost, r.rePatchCost)
 		}
 	}
 }
 
-// regionCostLen is the width of a region's cost in the code: an i64.const
-// written before the region's end is known, in a fixed-width LEB128 that
-// closeRegions overwrites.
-const regionCostLen = 5
+// regionChargeLen is the width of a check's charge in the code: an
+// i64.const written before its region's cost is known, in a fixed-width
+// LEB128 that closeRegions overwrites. Nine bytes hold 63 bits, and a
+// charge is below 2^62.
+const regionChargeLen = 9
 
-// maxRegionCost caps a region's charge to what five LEB128 bytes hold as
-// a positive signed value. A region that costs more refuels at every pass
-// of its check, which the tick's grants (at most maxSlice<<tickShift)
-// would make it do anyway.
-const maxRegionCost = 1<<34 - 1
+// maxRegionCost caps a region's charge to what the tick's half of the
+// meter can take without running into its sign more than once. A region
+// that costs more than a tick's grant (maxSlice<<tickShift, 2^26)
+// refuels at every pass of its check anyway.
+const maxRegionCost = 1<<30 - 1
 
-// putRegionCost writes cost (at least 1: every pass costs something,
-// so the tick always moves) into b as a padded signed LEB128.
-func putRegionCost(b []byte, cost int64) {
-	cost = min(max(cost, 1), maxRegionCost)
-	for i := range regionCostLen - 1 {
-		b[i] = byte(cost>>(7*i))&0x7f | 0x80
+// putRegionCharge writes region<<32 + cost into b as a padded signed
+// LEB128, the region cost at least 1: every pass costs something, so the
+// tick always moves.
+func putRegionCharge(b []byte, region, cost int64) {
+	v := min(max(region, 1), maxRegionCost)<<32 + cost
+	for i := range regionChargeLen - 1 {
+		b[i] = byte(v>>(7*i))&0x7f | 0x80
 	}
-	b[regionCostLen-1] = byte(cost >> (7 * (regionCostLen - 1)))
+	b[regionChargeLen-1] = byte(v>>(7*(regionChargeLen-1))) & 0x7f
 }
 
 // free reports whether an instruction costs nothing: block, loop, nop and
@@ -585,49 +617,38 @@ func (fr *funcRewriter) copy(expr []byte) {
 	}
 }
 
-// writeback stores a cached counter into the global (local.get F;
+// writeback stores a cached meter into the global (local.get M;
 // global.set C), once per point however many branches ask for it.
 func (fr *funcRewriter) writeback() {
 	if !fr.local || fr.wroteBack == len(fr.seg) {
 		return
 	}
 	fr.seg = append(fr.seg, 0x20)
-	fr.seg = wasmbin.AppendU32(fr.seg, fr.fuelLocal)
+	fr.seg = wasmbin.AppendU32(fr.seg, fr.meterLocal)
 	fr.seg = append(fr.seg, 0x24)
 	fr.seg = wasmbin.AppendU32(fr.seg, fr.rw.counter)
 	fr.wroteBack = len(fr.seg)
 }
 
-// reload appends global.get C; local.set F.
+// reload appends global.get C; local.set M.
 func (fr *funcRewriter) reload(b []byte) []byte {
 	b = append(b, 0x23)
 	b = wasmbin.AppendU32(b, fr.rw.counter)
 	b = append(b, 0x21)
-	return wasmbin.AppendU32(b, fr.fuelLocal)
+	return wasmbin.AppendU32(b, fr.meterLocal)
 }
 
-// getCounter, store, getTick and setTick address the fuel counter and the
-// tick where they live: the locals F and F+1 in a function that caches
-// them, else the globals C and T.
-func (fr *funcRewriter) getCounter(b []byte) []byte {
-	return fr.access(b, false, fr.fuelLocal, fr.rw.counter)
-}
-func (fr *funcRewriter) store(b []byte) []byte {
-	return fr.access(b, true, fr.fuelLocal, fr.rw.counter)
-}
-func (fr *funcRewriter) getTick(b []byte) []byte {
-	return fr.access(b, false, fr.tickLocal, fr.rw.tick)
-}
-func (fr *funcRewriter) setTick(b []byte) []byte {
-	return fr.access(b, true, fr.tickLocal, fr.rw.tick)
-}
+// get and set address the meter where it lives: the local M in a
+// function that caches it, else the global C.
+func (fr *funcRewriter) get(b []byte) []byte { return fr.access(b, false) }
+func (fr *funcRewriter) set(b []byte) []byte { return fr.access(b, true) }
 
-// access appends local.get/local.set of local, or global.get/global.set
-// of global when the function keeps no cache.
-func (fr *funcRewriter) access(b []byte, set bool, local, global uint32) []byte {
-	op, idx := byte(0x20), local // local.get
+// access appends local.get/local.set of M, or global.get/global.set of C
+// when the function keeps no cache.
+func (fr *funcRewriter) access(b []byte, set bool) []byte {
+	op, idx := byte(0x20), fr.meterLocal // local.get
 	if !fr.local {
-		op, idx = 0x23, global // global.get
+		op, idx = 0x23, fr.rw.counter // global.get
 	}
 	if set {
 		op++ // local.set, global.set
@@ -635,31 +656,56 @@ func (fr *funcRewriter) access(b []byte, set bool, local, global uint32) []byte 
 	return wasmbin.AppendU32(append(b, op), idx)
 }
 
-// The tick: the deadline's second line. A second counter, kept where the
-// fuel counter is (the local tick in functions with loops, the global T
-// otherwise), that every check ORs in with the fuel counter: "counter |
-// tick >= 0", else refuel. It is charged its region's static cost at
-// every check (an upper bound of what runs until the check is passed
-// again, see region) and the dynamic costs of bulk instructions and
-// growths, and set by the guest to the fuel counter's grant shifted left
-// by tickShift after every refuel. A guest whose fuel counter was fooled
-// (written, or charged too little) still returns to Go, where the host
-// checks its context, within a tick's grant: no goroutine of the host
-// has to run to stop it, which matters because none can while a guest
-// spinning in compiled code holds up a stop-the-world.
+// The meter: one i64 that holds both lines of the deadline, in the local
+// M of a function with loops (a register), else in the global C.
 //
-// The guest writes the tick back to T only at function entries (below),
-// never around calls: a loop's iterations charge its own activation's
-// tick, and an endless chain of calls charges T at their entries.
+//   - The fuel counter is its low 32 bits, a signed int32: the fuel left
+//     in the slice, charged by the cost model.
+//   - The tick is its high 32 bits, a signed int32: charged its region's
+//     static cost at every check (an upper bound of what runs until the
+//     check is passed again, see region), by the code's structure rather
+//     than the cost model, and the dynamic costs of bulk instructions and
+//     growths.
+//
+// Every check tests both sign bits, "meter & (1<<63 | 1<<31) == 0", else
+// refuel; refuel returns both halves anew, the tick's grant tickShift
+// bits above the fuel's. A guest whose fuel was fooled (written, or
+// charged too little) still returns to Go, where the host checks its
+// context, within a tick's grant: no goroutine of the host has to run to
+// stop it, which matters because none can while a guest spinning in
+// compiled code holds up a stop-the-world.
+//
+// Two counters in one register rather than two: a check is one
+// subtraction of both charges (region<<32 + cost), and a loop keeps one
+// more value in a register where it kept two, which the C benchmark's
+// loops paid for in spills and its checks in an or. A fuel charge that
+// takes the low half below zero borrows one from the tick, which only
+// makes the tick's bound a unit tighter. The halves never run into each
+// other: a slice grants at most maxSlice (2^22) fuel and 2^26 tick, a
+// check's region charge is capped at maxRegionCost (2^30), and between
+// two checks the fuel falls by at most the static cost of one function
+// body (maxBodyBytes bounds it) and one dynamic charge (2^28 at most,
+// and a check follows each).
 const tickShift = 4
 
-// check appends the overdraft check: if the fuel counter or the tick is
-// negative, hand the counter to refuel, store what comes back, and set
-// the tick from it.
+// maxBodyBytes bounds a function body, and with it what the fuel half
+// can fall by between two checks: at most one unit a byte, or
+// smallLeafBytes for a call of a small leaf (two bytes at least), 2^29
+// in all, with one dynamic charge (2^28) and a slice (2^22) still well
+// above the half's -2^31. The upload limits allow 32 MiB of code in all.
+const maxBodyBytes = 1 << 24
+
+// The meter's halves, as the check tests them.
+const (
+	fuelSign = 1 << 31
+	tickSign = -1 << 63
+)
+
+// check appends the overdraft check: if either half of the meter is
+// negative, hand the meter to refuel and store what comes back.
 //
-//	<get>; <get tick>; i64.or; i64.const 0; i64.ge_s; if; else;
-//	<get>; call refuel; <set>; <get>; i64.const tickShift; i64.shl;
-//	<set tick>; end
+//	<get>; i64.const mask; i64.and; i64.eqz; if; else;
+//	<get>; call refuel; <set>; end
 //
 // The empty then arm is deliberate: wazero lays the then arm out as the
 // fall-through, so the common case runs straight on and the refuel call is
@@ -667,105 +713,77 @@ const tickShift = 4
 // "i64.lt_s; if; refuel; end" did.
 func (fr *funcRewriter) check(b []byte) []byte {
 	b = fr.refuelArm(fr.test(b))
-	b = fr.setTick(b)
 	return append(b, 0x0b)
 }
 
-// refuelArm appends the refuel, and the tick's new value computed from
-// the counter's (left on the stack):
-//
-//	<get>; call refuel; <set>; <get>; i64.const tickShift; i64.shl
+// refuelArm appends the refuel: <get>; call refuel; <set>.
 func (fr *funcRewriter) refuelArm(b []byte) []byte {
-	b = fr.getCounter(b)
+	b = fr.get(b)
 	b = append(b, 0x10)
 	b = wasmbin.AppendU32(b, fr.rw.refuel)
-	b = fr.store(b)
-	b = fr.getCounter(b)
-	return append(b, 0x42, tickShift, 0x86) // i64.const tickShift; i64.shl
+	return fr.set(b)
 }
 
-// reenteringCheck is check at a loop header, charged cost just before
-// it, whose refuel arm branches back to the header instead of falling
-// through:
+// reenteringCheck is check at a loop header, whose refuel arm branches
+// back to the header instead of falling through:
 //
-//	<get>; <get tick>; i64.or; i64.const 0; i64.ge_s; if; else;
-//	<get>; call refuel; <set>; <get>; i64.const tickShift; i64.shl;
-//	i64.const region; i64.add; <set tick>;
-//	[<get>; i64.const cost; i64.add; <set>]; br 1; end
+//	<get>; i64.const mask; i64.and; i64.eqz; if; else;
+//	<get>; call refuel; <set>;
+//	<get>; i64.const region<<32 + cost; i64.add; <set>; br 1; end
 //
 // The arm gives back what the header charges again (the header's cost,
 // the region's), so what the guest is charged stays exact. Falling
-// through would join the arm's counter and tick with the straight
-// path's after the if: two more values for the compiler to merge at
-// every iteration of the hottest loops, where the loop header already
-// merges its back edges. Measured on the C benchmark (three runs each,
-// metered against unmetered): 1.13×, 1.15×, 1.31× falling through;
-// 1.09×, 1.09×, 1.10× re-entering.
+// through would join the arm's meter with the straight path's after the
+// if: one more value for the compiler to merge at every iteration of the
+// hottest loops, where the loop header already merges its back edges.
+// Measured on the C benchmark (three runs each, metered against
+// unmetered): 1.13×, 1.15×, 1.31× falling through; 1.09×, 1.09×, 1.10×
+// re-entering.
 func (fr *funcRewriter) reenteringCheck(b []byte, cost int64) []byte {
 	b = fr.refuelArm(fr.test(b))
-	b = fr.regionCost(b, &fr.regions[fr.checkRegion].rePatch)
+	b = fr.get(b)
+	b = fr.regionCharge(b, true, cost)
 	b = append(b, 0x7c) // i64.add
-	b = fr.setTick(b)
-	if cost > 0 {
-		b = fr.getCounter(b)
-		b = append(b, 0x42)
-		b = wasmbin.AppendS64(b, cost)
-		b = append(b, 0x7c) // i64.add
-		b = fr.store(b)
-	}
+	b = fr.set(b)
 	return append(b, 0x0c, 0x01, 0x0b) // br 1 (the loop); end
 }
 
 // test appends the start of a check, up to its refuel arm:
 //
-//	<get>; <get tick>; i64.or; i64.const 0; i64.ge_s; if; else
+//	<get>; i64.const mask; i64.and; i64.eqz; if; else
 func (fr *funcRewriter) test(b []byte) []byte {
+	var mask int64
 	switch fr.rw.only {
 	case counterLine:
-		b = fr.getCounter(b)
+		mask = fuelSign
 	case tickLine:
-		b = fr.getTick(b)
+		mask = tickSign
 	default:
-		b = fr.getCounter(b)
-		b = fr.getTick(b)
-		b = append(b, 0x84) // i64.or
+		mask = tickSign | fuelSign
 	}
-	return append(b, 0x42, 0x00, 0x59, 0x04, 0x40, 0x05) // i64.const 0; i64.ge_s; if; else
+	b = fr.get(b)
+	b = append(b, 0x42)
+	b = wasmbin.AppendS64(b, mask)
+	return append(b, 0x83, 0x50, 0x04, 0x40, 0x05) // i64.and; i64.eqz; if; else
 }
 
-// chargeRegion appends the tick's charge for the pending check's region:
-//
-//	<get tick>; i64.const cost; i64.sub; <set tick>
-//
-// with the cost's bytes written when the region closes, if it is still
-// open. At a function's own entry region in a function that caches the
-// tick, the charged tick is also written back to T (local.get tick;
-// global.set T), so that endless calls of such functions run T down.
-func (fr *funcRewriter) chargeRegion(b []byte) []byte {
-	b = fr.getTick(b)
-	r := &fr.regions[fr.checkRegion]
-	b = fr.regionCost(b, &r.patch)
-	b = append(b, 0x7d) // i64.sub
-	b = fr.setTick(b)
-	if fr.local && r.owner == 0 {
-		b = append(b, 0x20)
-		b = wasmbin.AppendU32(b, fr.tickLocal)
-		b = append(b, 0x24)
-		b = wasmbin.AppendU32(b, fr.rw.tick)
-	}
-	return b
-}
-
-// regionCost appends i64.const with the pending check's region cost,
-// or room for it that closeRegions fills, recording where in *at.
-func (fr *funcRewriter) regionCost(b []byte, at *int) []byte {
+// regionCharge appends i64.const with both of a check's charges: the
+// pending check's region cost in the high half, cost (the fuel charge of
+// the check's segment) in the low; or room for it that closeRegions
+// fills, recorded as the region's check charge or, re, its refuel arm's
+// give-back.
+func (fr *funcRewriter) regionCharge(b []byte, re bool, cost int64) []byte {
 	b = append(b, 0x42)
 	pos := len(b)
-	b = append(b, make([]byte, regionCostLen)...)
-	if r := &fr.regions[fr.checkRegion]; r.done {
-		putRegionCost(b[pos:], r.cost)
-	} else {
-		*at = pos
+	b = append(b, make([]byte, regionChargeLen)...)
+	r := &fr.regions[fr.checkRegion]
+	switch {
+	case r.done:
+		putRegionCharge(b[pos:], r.cost, cost)
+	case re:
+		r.rePatch, r.rePatchCost = pos, cost
+	default:
+		r.patch, r.patchCost = pos, cost
 	}
 	return b
 }
@@ -806,7 +824,8 @@ type splitPoint struct {
 // checked if the segment starts at a loop header or a calling function's
 // entry.
 //
-//	<get>; i64.const cost; i64.sub; <set>; [chargeRegion; check] (checked)
+//	<get>; i64.const cost; i64.sub; <set> (unchecked)
+//	<get>; i64.const region<<32 + cost; i64.sub; <set>; check (checked)
 func (fr *funcRewriter) flush() {
 	start, cost := 0, int64(0) // the open group: seg[start:], charged cost
 	for i, sp := range fr.splits {
@@ -834,22 +853,66 @@ func (fr *funcRewriter) flush() {
 // function's entry may start with instructions that cost nothing (see
 // free), and the check must not move off the path every iteration takes.
 func (fr *funcRewriter) charge(cost int64) {
-	if cost > 0 && !fr.callersPay {
-		fr.out = fr.getCounter(fr.out)
+	switch {
+	case fr.segCheck:
+		// Both halves in one subtraction: the tick's region above the
+		// segment's fuel.
+		fr.out = fr.get(fr.out)
+		if fr.segPostCall {
+			fr.out = append(fr.out, 0x42)
+			fr.postCallPatches = append(fr.postCallPatches, patch{at: len(fr.out), cost: cost})
+			fr.out = append(fr.out, make([]byte, regionChargeLen)...)
+		} else {
+			fr.out = fr.regionCharge(fr.out, false, cost)
+		}
+		fr.out = append(fr.out, 0x7d) // i64.sub
+		fr.out = fr.set(fr.out)
+	case cost > 0 && !fr.callersPay:
+		fr.out = fr.get(fr.out)
 		fr.out = append(fr.out, 0x42)
 		fr.out = wasmbin.AppendS64(fr.out, cost)
 		fr.out = append(fr.out, 0x7d)
-		fr.out = fr.store(fr.out)
+		fr.out = fr.set(fr.out)
 	}
 	if fr.segCheck {
-		fr.out = fr.chargeRegion(fr.out)
 		if fr.segReenter {
 			fr.out = fr.reenteringCheck(fr.out, cost)
 		} else {
 			fr.out = fr.check(fr.out)
 		}
 	}
-	fr.segCheck, fr.segReenter = false, false
+	fr.segCheck, fr.segReenter, fr.segPostCall = false, false, false
+}
+
+// postCall ends the segment at a call that may charge the meter, and
+// makes the code after its return a segment that checks. Without it, a
+// guest unwinding a deep recursion ran every frame's code after the call
+// with no check at all: 20,000 frames of a function whose code after its
+// recursive call was 300,000 instructions ran 1.2 s past a 200 ms
+// deadline, and finished, and the stack holds millions of frames. The
+// check charges the tick the function's whole cost (an upper bound of
+// what runs from the return to the next check), so that the second line
+// holds there too. A call straight before a loop header leaves it to the
+// loop's check.
+func (fr *funcRewriter) postCall() {
+	fr.flush()
+	fr.segCheck, fr.segPostCall = true, true
+}
+
+// checksAfter reports whether the call at offset start gets a check
+// after its return.
+func (fr *funcRewriter) checksAfter(start int) bool {
+	for fr.nextPostCall < len(fr.postCalls) && fr.postCalls[fr.nextPostCall] < start {
+		fr.nextPostCall++ // in dead code
+	}
+	return fr.nextPostCall < len(fr.postCalls) && fr.postCalls[fr.nextPostCall] == start
+}
+
+// patch is a check's charge written when the cost of what it charges for
+// is known: at out[at:], with cost, the segment's fuel, in the low half.
+type patch struct {
+	at   int
+	cost int64
 }
 
 // tableGrow appends table.grow x behind the host's permission: with the
@@ -927,20 +990,21 @@ func (fr *funcRewriter) done(shift int, op func()) {
 	})
 }
 
-// chargeBoth appends a dynamic charge, the i64 amount pushes, to the fuel
-// counter and the tick, then the check:
+// chargeBoth appends a dynamic charge, the i64 amount pushes, to both
+// halves of the meter, then the check:
 //
-//	<get>; <amount>; i64.sub; <set>; <get tick>; <amount>; i64.sub;
-//	<set tick>; check
+//	<get>; <amount>; i64.const 1<<32 + 1; i64.mul; i64.sub; <set>; check
+//
+// An amount is below 2^29 (a bulk instruction moves at most 4 GiB, 2^28
+// fuel; a growth adds at most 65,536 pages, 2^28, or the elements the
+// host let a table grow by), so the product is the amount in each half.
 func (fr *funcRewriter) chargeBoth(b []byte, amount func([]byte) []byte) []byte {
-	b = fr.getCounter(b)
+	b = fr.get(b)
 	b = amount(b)
-	b = append(b, 0x7d) // i64.sub
-	b = fr.store(b)
-	b = fr.getTick(b)
-	b = amount(b)
-	b = append(b, 0x7d)
-	b = fr.setTick(b)
+	b = append(b, 0x42)
+	b = wasmbin.AppendS64(b, 1<<32+1)
+	b = append(b, 0x7e, 0x7d) // i64.mul; i64.sub
+	b = fr.set(b)
 	return fr.check(b)
 }
 

@@ -19,17 +19,14 @@ const (
 	// overdraws it, it returns the counter's new value.
 	ImportModule = abi.ModuleFuel
 	ImportName   = "refuel"
-	// CounterExport names the exported mutable i64 global holding the fuel
-	// left in the current slice (it starts at 0, so the first charge
-	// refuels).
+	// CounterExport names the exported mutable i64 global holding the
+	// meter (see tickShift in code.go): in its low 32 bits the fuel left
+	// in the current slice, in its high 32 bits the tick, the deadline's
+	// second line, a counter charged by the code's structure rather than
+	// its cost model. It starts at 0, so the first charge refuels. No
+	// instruction of the module as uploaded can name it (see
+	// checkIndices); the host only reads it.
 	CounterExport = "subako_fuel_counter"
-	// TickExport names the exported mutable i64 global holding the tick,
-	// the deadline's second line (see check in code.go): a second
-	// counter, charged by the code's structure rather than its cost model
-	// and never trusted to the fuel counter's arithmetic, whose running
-	// out also sends the guest to refuel. No instruction of the module as
-	// uploaded can name it (see checkIndices); the host only reads it.
-	TickExport = "subako_fuel_tick"
 	// GrowTableName names the second injected import, of type
 	// (i32 table, i32 size, i32 delta) -> i32, added only to modules that
 	// use table.grow: every table.grow asks it first and, when it returns
@@ -121,7 +118,7 @@ func instrument(wasm []byte, only lines) ([]byte, error) {
 		}
 	}
 	for _, e := range m.Exports {
-		if e.Name == CounterExport || e.Name == TickExport {
+		if e.Name == CounterExport {
 			return nil, ErrInstrumented
 		}
 	}
@@ -139,7 +136,6 @@ func instrument(wasm []byte, only lines) ([]byte, error) {
 	rw := &rewriter{m: m, nImpFuncs: uint32(m.NumImported(wasmbin.KindFunc)), added: 1, only: only}
 	rw.refuel = rw.nImpFuncs
 	rw.counter = uint32(m.NumImported(wasmbin.KindGlobal) + len(m.Globals))
-	rw.tick = rw.counter + 1
 	rw.nTypes = uint32(len(m.Types))
 	rw.refuelType = rw.typeIndex(importType(ImportName))
 	if c, ok := joinData(m); ok {
@@ -218,8 +214,7 @@ type rewriter struct {
 	added         uint32
 	refuel        uint32 // function index of the import
 	growTable     uint32 // function index of grow_table, when added
-	counter       uint32 // global index of the counter; the module's own globals are those below it
-	tick          uint32 // global index of the tick (counter+1)
+	counter       uint32 // global index of the meter; the module's own globals are those below it
 	nTypes        uint32 // the module's own types; the rewriter's come after
 	refuelType    uint32
 	growTableType uint32
@@ -243,6 +238,11 @@ type rewriter struct {
 	leafCost []int64
 	canon    []uint32
 	indirect map[uint32]indirectCallees
+	// The buffers of tails, reused across functions.
+	tailInstrs  []tailInstr
+	tailLabels  []uint32
+	tailOpeners []wasmbin.Opcode
+	tailFrames  []tailFrame
 	only     lines // bothLines but in tests
 }
 
@@ -342,17 +342,15 @@ func (rw *rewriter) content(id wasmbin.SectionID, old []byte) []byte {
 		}
 	case wasmbin.SectionGlobal:
 		// Initialisers may hold ref.func, so globals are re-emitted.
-		c = wasmbin.AppendU32(make([]byte, 0, len(old)+8), uint32(len(m.Globals)+2))
+		c = wasmbin.AppendU32(make([]byte, 0, len(old)+8), uint32(len(m.Globals)+1))
 		for _, g := range m.Globals {
 			c = wasmbin.AppendGlobalType(c, g.Type)
 			c = rw.constExpr(c, g.Init.Bytes)
 		}
-		for range 2 { // the counter and the tick
-			c = wasmbin.AppendGlobalType(c, wasmbin.GlobalType{Type: wasmbin.I64, Mutable: true})
-			c = append(c, 0x42, 0x00, 0x0b) // i64.const 0 end
-		}
+		c = wasmbin.AppendGlobalType(c, wasmbin.GlobalType{Type: wasmbin.I64, Mutable: true}) // the meter
+		c = append(c, 0x42, 0x00, 0x0b)                                                      // i64.const 0 end
 	case wasmbin.SectionExport:
-		c = wasmbin.AppendU32(make([]byte, 0, len(old)+32), uint32(len(m.Exports)+2))
+		c = wasmbin.AppendU32(make([]byte, 0, len(old)+32), uint32(len(m.Exports)+1))
 		for _, e := range m.Exports {
 			if e.Kind == wasmbin.KindFunc {
 				e.Index = rw.fn(e.Index)
@@ -360,7 +358,6 @@ func (rw *rewriter) content(id wasmbin.SectionID, old []byte) []byte {
 			c = wasmbin.AppendExport(c, e)
 		}
 		c = wasmbin.AppendExport(c, wasmbin.Export{Name: CounterExport, Kind: wasmbin.KindGlobal, Index: rw.counter})
-		c = wasmbin.AppendExport(c, wasmbin.Export{Name: TickExport, Kind: wasmbin.KindGlobal, Index: rw.tick})
 	}
 	return c
 }

@@ -63,30 +63,38 @@ func TestInstrumentRefusesIndicesPastTheModule(t *testing.T) {
 	}
 }
 
-// fooled returns the metered form of a guest that refills one of the
-// meter's own locals at every iteration of an endless loop, as a module
-// could when it named that local (what TestInstrumentRefusesIndicesPastTheModule
-// now refuses): the guest's own "local.set 0" of i64 max is moved by hand
-// onto local 1 (the fuel counter) or local 2 (the tick).
-func fooled(t *testing.T, local byte) []byte {
+// fooled returns the metered form of a guest that refills one half of
+// the meter at every iteration of an endless loop, keeping the other, as
+// a module could when it named the meter's local (what
+// TestInstrumentRefusesIndicesPastTheModule now refuses): the guest's own
+// "local.set 0" and "local.get 0" of its i64 local are moved by hand onto
+// local 1, the meter.
+func fooled(t *testing.T, half int) []byte {
 	t.Helper()
-	body := cat([]byte{0x03, 0x40}, maxI64, []byte{0x21, 0x00, 0x0c, 0x00, 0x0b})
+	keep, fill := int64(-1)<<32, int64(math.MaxInt32) // the fuel half full, the tick kept
+	if half == tickHalfFull {
+		keep, fill = 1<<32-1, math.MaxInt32<<32
+	}
+	get := cat([]byte{0x20, 0x00, 0x42}, wasmbin.AppendS64(nil, keep))
+	set := cat([]byte{0x42}, wasmbin.AppendS64(nil, fill), []byte{0x84, 0x21, 0x00})
+	body := cat([]byte{0x03, 0x40}, get, []byte{0x83}, set, []byte{0x0c, 0x00, 0x0b})
 	out, err := Instrument(wasmtest.Module{Locals: oneI64Local, Bodies: [][]byte{body}}.Bytes())
 	if err != nil {
 		t.Fatal(err)
 	}
-	setOwn := cat(maxI64, []byte{0x21, 0x00})
-	if bytes.Count(out, setOwn) != 1 {
-		t.Fatalf("the guest's local.set is not found once in the metered module")
+	for _, own := range [][]byte{get, set} {
+		if bytes.Count(out, own) != 1 {
+			t.Fatalf("the guest's % x is not found once in the metered module", own)
+		}
 	}
-	i := bytes.Index(out, setOwn)
-	out[i+len(setOwn)-1] = local
+	out[bytes.Index(out, get)+1] = 1
+	out[bytes.Index(out, set)+len(set)-1] = 1
 	return out
 }
 
 const (
-	counterLocal = 1 // in fooled's function: its own local is 0
-	tickLocal    = 2
+	fuelHalfFull = iota // fooled keeps the fuel half full
+	tickHalfFull        // fooled keeps the tick half full
 )
 
 // collecting runs the garbage collector back to back until stop is
@@ -113,7 +121,7 @@ func collecting(stop <-chan struct{}) {
 func TestTickEndsAGuestThatFooledTheMeter(t *testing.T) {
 	ctx := context.Background()
 	r := meteredRuntime(t, ctx)
-	cm, err := r.CompileModule(ctx, fooled(t, counterLocal))
+	cm, err := r.CompileModule(ctx, fooled(t, fuelHalfFull))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +155,7 @@ func TestTickEndsAGuestThatFooledTheMeter(t *testing.T) {
 func TestFuelEndsAGuestThatFooledTheTick(t *testing.T) {
 	ctx := context.Background()
 	r := meteredRuntime(t, ctx)
-	cm, err := r.CompileModule(ctx, fooled(t, tickLocal))
+	cm, err := r.CompileModule(ctx, fooled(t, tickHalfFull))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +207,7 @@ func callWithin(t *testing.T, ctx context.Context, mod api.Module, fn string) er
 func TestTickEndsAGuestCancelled(t *testing.T) {
 	ctx := context.Background()
 	r := meteredRuntime(t, ctx)
-	cm, err := r.CompileModule(ctx, fooled(t, counterLocal))
+	cm, err := r.CompileModule(ctx, fooled(t, fuelHalfFull))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,8 +298,10 @@ func TestSlicesStayBounded(t *testing.T) {
 }
 
 // regionCharges returns the tick's region charges in function 0 of the
-// metered module, in order: each "i64.const" in the fixed five-byte form
-// that only chargeRegion writes, right after a read of the tick.
+// metered module, in order: the high half of each "i64.const" in the
+// fixed nine-byte form that only regionCharge writes, right after a read
+// of the meter and before a subtraction (a check's charge; the refuel
+// arm's give-back adds).
 func regionCharges(t *testing.T, metered []byte) []int64 {
 	t.Helper()
 	m, err := wasmbin.Decode(metered)
@@ -300,19 +310,23 @@ func regionCharges(t *testing.T, metered []byte) []int64 {
 	}
 	e := m.Codes[0].Expr
 	var got []int64
-	for i := 0; i+regionCostLen+1 < len(e); i++ {
+	for i := 0; i+regionChargeLen+1 < len(e); i++ {
 		if e[i] != 0x42 || i < 2 || (e[i-2] != 0x20 && e[i-2] != 0x23) {
 			continue
 		}
-		b := e[i+1 : i+1+regionCostLen]
-		if b[0]&b[1]&b[2]&b[3]&0x80 == 0 || b[4]&0x80 != 0 || e[i+1+regionCostLen] != 0x7d {
+		b := e[i+1 : i+1+regionChargeLen]
+		padded := true
+		for _, c := range b[:regionChargeLen-1] {
+			padded = padded && c&0x80 != 0
+		}
+		if !padded || b[regionChargeLen-1]&0x80 != 0 || e[i+1+regionChargeLen] != 0x7d {
 			continue
 		}
 		var v int64 // positive: its last byte's sign bit (0x40) is clear
 		for k, c := range b {
 			v |= int64(c&0x7f) << (7 * k)
 		}
-		got = append(got, v)
+		got = append(got, v>>32)
 	}
 	return got
 }

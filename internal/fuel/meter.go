@@ -108,7 +108,7 @@ func (m *Meter) Finish(mod api.Module) {
 	if g == nil {
 		return
 	}
-	c := int64(g.Get())
+	c := fuelHalf(g.Get())
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.exhausted {
@@ -232,7 +232,7 @@ func growTable(ctx context.Context, _ api.Module, stack []uint64) {
 // returns the refilled counter. Without a Meter in the context it ends the
 // instance by the rule of abi.ErrNoState: a guest never runs unmetered.
 func refuel(ctx context.Context, mod api.Module, stack []uint64) {
-	counter := int64(stack[0])
+	counter := fuelHalf(stack[0])
 	m := FromContext(ctx)
 	if err := ended(ctx); err != nil {
 		code := sys.ExitCodeContextCanceled
@@ -253,7 +253,18 @@ func refuel(ctx context.Context, mod api.Module, stack []uint64) {
 		_ = mod.CloseWithExitCode(ctx, ExitCodeOutOfFuel)
 		panic(sys.NewExitError(ExitCodeOutOfFuel))
 	}
-	stack[0] = uint64(next)
+	stack[0] = meter(next)
+}
+
+// fuelHalf is the fuel counter in a meter: its low 32 bits, signed (see
+// tickShift in code.go).
+func fuelHalf(meter uint64) int64 { return int64(int32(uint32(meter))) }
+
+// meter is the meter a refuel hands back for a fuel grant of counter
+// (at most maxSlice): the grant in the low half, the tick's grant,
+// tickShift bits more, in the high half.
+func meter(counter int64) uint64 {
+	return uint64(counter)<<tickShift<<32 | uint64(uint32(counter))
 }
 
 // ended reports why ctx is done, or whether its deadline has passed
