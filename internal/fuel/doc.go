@@ -12,25 +12,29 @@
 // else arm, the code after a loop's back-edge br_if, and the code after
 // the end of a block that something branches to.
 //
-// The tick: Instrument appends a second mutable i64 global, exported as
-// subako_fuel_tick, and functions with loops cache it in a second local,
-// as they do the counter (no instruction of the module as uploaded can
-// name either: Instrument refuses local, global and type indices past the
-// module's own, ErrIndex). Every check tests counter|tick >= 0. The tick
-// is charged by the code's structure rather than the cost model: at each
+// The tick: the global is the meter, two counters in one i64. Its low
+// 32 bits are the fuel counter; its high 32 bits the tick (no instruction
+// of the module as uploaded can name the global, nor the local that
+// caches it: Instrument refuses local, global and type indices past the
+// module's own, ErrIndex). Every check tests both sign bits. The tick is
+// charged by the code's structure rather than the cost model: at each
 // check, the static cost of the check's region (what can run before that
-// check is passed again, the callees that do not check on entry included),
-// and the dynamic cost of bulk instructions and growths; after a refuel
-// the guest sets it to the grant shifted left by 4. Fuel is the first
-// line of the time limit, the tick the second: a guest whose fuel counter
-// was fooled still returns to Go, where the host checks its context and
-// deadline, within a tick's grant, and nothing on the host side has to
-// run for that (a goroutine could not, while the spinning guest holds up
-// a stop-the-world).
+// check is passed again, the callees that do not check on entry
+// included), and the dynamic cost of bulk instructions and growths;
+// refuel returns both halves anew, the tick's grant 16 times the fuel's.
+// Fuel is the first line of the time limit, the tick the second: a guest
+// whose fuel counter was fooled still returns to Go, where the host
+// checks its context and deadline, within a tick's grant, and nothing on
+// the host side has to run for that (a goroutine could not, while the
+// spinning guest holds up a stop-the-world). One register for both makes
+// a check one subtraction and one test (see tickShift in code.go).
 //
-// The counter is checked only where a guest could otherwise run forever:
-// at loop headers and at the entries of functions that make calls (every
-// unbounded execution repeats one or the other). A check whose segment runs
+// The counter is checked only where a guest could otherwise run long: at
+// loop headers and at the entries of functions that make calls (every
+// unbounded execution repeats one or the other), and after a call whose
+// return can run more than maxUncheckedTail before the next check (an
+// unwinding recursion repeats neither, and a call stack holds millions of
+// frames: tail.go). A check whose segment runs
 // straight (no conditional, no call) into a nested loop's header moves to
 // that header, so loops nested directly share one check: every path round
 // any of them passes it, and wazero, whose compile time is quadratic in a
@@ -41,7 +45,7 @@
 // branches back to the header, having given back what the header charges
 // again, rather than falling through: the straight path then joins no
 // values after the check, which measured 4% on the C benchmark.
-// Functions with loops keep the counter in a local (a register) and write
+// Functions with loops keep the meter in a local (a register) and write
 // it back around calls and exits; the others use the global directly.
 //
 // The cost model:
