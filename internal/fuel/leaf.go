@@ -26,7 +26,8 @@ import (
 // its own segment's charge, and does not write the counter back for it.
 // For a direct call the callee is known. For call_indirect and call_ref
 // the callee is one of the functions whose reference the module can
-// take (element segments, ref.func in code or global initialisers) of
+// take (element segments, global initialisers and exports: a ref.func in
+// code can name no other) of
 // the call's type; the call site pays the dearest small leaf among
 // them, and writes the counter back only if one of them is not a small
 // leaf. Exported functions and the start function are never small
@@ -142,10 +143,13 @@ func (rw *rewriter) leaves() error {
 			return err
 		}
 	}
-	for i := range m.Codes {
-		code := &m.Codes[i]
-		if err := rw.refFuncs(code.Expr, code.ExprOffset, take); err != nil {
-			return err
+	// A ref.func in code may only name a function the module declares
+	// outside its code (an element segment, a global's initialiser or an
+	// export); wazero refuses any other, before metering as after, so the
+	// code need not be searched.
+	for _, e := range m.Exports {
+		if e.Kind == wasmbin.KindFunc {
+			take(e.Index)
 		}
 	}
 	return nil

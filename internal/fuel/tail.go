@@ -33,13 +33,16 @@ import (
 // half's range.
 const maxUncheckedTail = 64
 
-// tailInstr is what the backward pass of tails needs of one instruction.
+// tailInstr is what the backward pass of tails needs of one instruction
+// that branches, calls, opens or closes a block; the instructions between
+// two such are only counted, in the first's plain.
 type tailInstr struct {
-	op    wasmbin.Opcode
-	index uint32 // label, function or type index
-	start int    // offset in the expression, to match call sites
+	op wasmbin.Opcode
 	// opener is the op that opened the block an end or delegate closes.
 	opener wasmbin.Opcode
+	index  uint32 // label, function or type index
+	start  int32  // offset in the expression, to match call sites
+	plain  int32  // the cost of the plain instructions that follow
 	// labels is where br_table's labels start in tailLabels (the default
 	// is index).
 	labels, nLabels int32
@@ -52,6 +55,23 @@ type tailInstr struct {
 type tailFrame struct {
 	fromLabel, fromEnd, fromElse int64
 	hasElse                      bool
+}
+
+// tailShaped reports whether tails records op rather than only counting
+// it.
+func tailShaped(op wasmbin.Opcode) bool {
+	switch op {
+	case wasmbin.OpBlock, wasmbin.OpLoop, wasmbin.OpIf, wasmbin.OpTry, wasmbin.OpTryTable,
+		wasmbin.OpEnd, wasmbin.OpDelegate, wasmbin.OpElse, wasmbin.OpCatch, wasmbin.OpCatchAll,
+		wasmbin.OpBr, wasmbin.OpBrIf, wasmbin.OpBrOnNull, wasmbin.OpBrOnNonNull, wasmbin.OpBrTable,
+		wasmbin.OpReturn, wasmbin.OpReturnCall, wasmbin.OpReturnCallIndirect, wasmbin.OpReturnCallRef,
+		wasmbin.OpUnreachable, wasmbin.OpThrow, wasmbin.OpRethrow, wasmbin.OpThrowRef,
+		wasmbin.OpMemoryGrow, wasmbin.OpMemoryFill, wasmbin.OpMemoryCopy, wasmbin.OpMemoryInit,
+		wasmbin.OpTableGrow, wasmbin.OpTableFill, wasmbin.OpTableCopy, wasmbin.OpTableInit,
+		wasmbin.OpCall, wasmbin.OpCallIndirect, wasmbin.OpCallRef:
+		return true
+	}
+	return false
 }
 
 // errTailShape is returned for block structure the decoder let through
@@ -77,7 +97,16 @@ func (rw *rewriter) tails(code *wasmbin.Code, dst []int) ([]int, error) {
 			}
 			return dst, err
 		}
-		ti := tailInstr{op: in.Op, index: in.Index, start: in.Start}
+		if !tailShaped(in.Op) {
+			if n := len(rw.tailInstrs); n > 0 && !free(in.Op) {
+				rw.tailInstrs[n-1].plain++
+			} else if !free(in.Op) {
+				// Before the first: a pseudo-instruction that only counts.
+				rw.tailInstrs = append(rw.tailInstrs, tailInstr{op: wasmbin.OpNop, plain: 1})
+			}
+			continue
+		}
+		ti := tailInstr{op: in.Op, index: in.Index, start: int32(in.Start)}
 		switch in.Op {
 		case wasmbin.OpBlock, wasmbin.OpLoop, wasmbin.OpIf, wasmbin.OpTry, wasmbin.OpTryTable:
 			openers = append(openers, in.Op)
@@ -106,6 +135,7 @@ func (rw *rewriter) tails(code *wasmbin.Code, dst []int) ([]int, error) {
 	last := len(rw.tailInstrs) - 1
 	for i := last; i >= 0; i-- {
 		ti := &rw.tailInstrs[i]
+		c += int64(ti.plain) // what follows it, up to the next recorded one
 		switch ti.op {
 		case wasmbin.OpEnd, wasmbin.OpDelegate:
 			if i == last {
@@ -163,7 +193,7 @@ func (rw *rewriter) tails(code *wasmbin.Code, dst []int) ([]int, error) {
 				continue
 			}
 			if c > maxUncheckedTail {
-				dst = append(dst, ti.start)
+				dst = append(dst, int(ti.start))
 				c = 0
 			}
 			switch {
@@ -177,14 +207,11 @@ func (rw *rewriter) tails(code *wasmbin.Code, dst []int) ([]int, error) {
 		case wasmbin.OpCallIndirect, wasmbin.OpCallRef:
 			callees := rw.callees(ti.index)
 			if callees.needsSync && c > maxUncheckedTail {
-				dst = append(dst, ti.start)
+				dst = append(dst, int(ti.start))
 				c = 0
 			}
 			c += 1 + callees.leafCost + rw.maxUnchecked
-		default:
-			if !free(ti.op) {
-				c++
-			}
+		case wasmbin.OpNop: // the count before the first recorded one
 		}
 	}
 	// Found backward: put them in the order the rewrite meets them.
