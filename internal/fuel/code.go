@@ -189,7 +189,7 @@ type funcRewriter struct {
 	nLocals    uint32 // the function's own parameters and locals
 	meterLocal uint32
 	temp       uint32 // index of the first i32 temporary; the second is temp+1
-	usedTemp  bool
+	usedTemp   bool
 	// refLocals are the types of the reference temporaries table.grow
 	// needs, one per element type, declared after the temporaries.
 	refLocals []wasmbin.ValType
@@ -244,9 +244,9 @@ type region struct {
 	// charge and, in a re-entering check, the refuel arm's give-back (-1:
 	// not emitted yet); patchCost and rePatchCost the fuel charges that
 	// share those constants (see regionCharge).
-	patch, rePatch           int
-	patchCost, rePatchCost   int64
-	done                     bool // closed: cost is final
+	patch, rePatch         int
+	patchCost, rePatchCost int64
+	done                   bool // closed: cost is final
 }
 
 // frame is an open block. An end is a join point, where a new segment

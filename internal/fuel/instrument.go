@@ -243,7 +243,7 @@ type rewriter struct {
 	tailLabels  []uint32
 	tailOpeners []wasmbin.Opcode
 	tailFrames  []tailFrame
-	only     lines // bothLines but in tests
+	only        lines // bothLines but in tests
 }
 
 // fn maps a function index of the input to the output: the imports are
@@ -348,7 +348,7 @@ func (rw *rewriter) content(id wasmbin.SectionID, old []byte) []byte {
 			c = rw.constExpr(c, g.Init.Bytes)
 		}
 		c = wasmbin.AppendGlobalType(c, wasmbin.GlobalType{Type: wasmbin.I64, Mutable: true}) // the meter
-		c = append(c, 0x42, 0x00, 0x0b)                                                      // i64.const 0 end
+		c = append(c, 0x42, 0x00, 0x0b)                                                       // i64.const 0 end
 	case wasmbin.SectionExport:
 		c = wasmbin.AppendU32(make([]byte, 0, len(old)+32), uint32(len(m.Exports)+1))
 		for _, e := range m.Exports {
