@@ -116,3 +116,68 @@ func (c *Compiler) meter(ctx context.Context, module []byte) ([]byte, error) {
 	}
 	return metered, nil
 }
+
+// MeterCompile is Meter and then Compile, with the compile begun as soon
+// as the metered module is ready, beside the validation of the module as
+// uploaded rather than after it. On the SDK module validation takes
+// 0.5–1 s of an upload's 4–7, the rewrite a quarter of that, so the
+// compile no longer waits for it: with one compilation worker the two
+// share the machine's two cores, and with every core the compile's
+// parallel part starts that much sooner. Nothing is returned, let alone
+// run, before validation passed: a module invalid as uploaded is refused
+// as Meter refuses it, its compile abandoned (closed when it ends; it
+// compiled the metered bytes, which wazero validates on their own, so it
+// ran nothing).
+func (c *Compiler) MeterCompile(ctx context.Context, module []byte, timeout time.Duration) ([]byte, wazero.CompiledModule, error) {
+	compile := func(ctx context.Context, metered []byte) (wazero.CompiledModule, error) {
+		defer c.phase(ctx, "compile")()
+		return c.Compile(ctx, metered, timeout)
+	}
+	if c.known != nil && c.known(sha256.Sum256(module)) {
+		metered, err := c.meter(ctx, module)
+		if err != nil {
+			return nil, nil, err
+		}
+		compiled, err := compile(ctx, metered)
+		return metered, compiled, err
+	}
+	validated := make(chan error, 1)
+	endValidate := c.phase(ctx, "validate") // begun first: the phases are listed so
+	go func() {
+		err := c.Validate(ctx, module, timeout)
+		endValidate()
+		validated <- err
+	}()
+	metered, err := c.meter(ctx, module)
+	if err != nil {
+		if verr := <-validated; verr != nil {
+			return nil, nil, verr // the module's own fault comes first
+		}
+		return nil, nil, err
+	}
+	type result struct {
+		compiled wazero.CompiledModule
+		err      error
+	}
+	compileCtx, abandon := context.WithCancel(ctx)
+	defer abandon()
+	compiling := make(chan result, 1)
+	go func() {
+		compiled, err := compile(compileCtx, metered)
+		compiling <- result{compiled, err}
+	}()
+	if err := <-validated; err != nil {
+		abandon()
+		go func() { // compileWith closes what it compiles for nobody
+			if r := <-compiling; r.compiled != nil {
+				_ = r.compiled.Close(context.WithoutCancel(ctx))
+			}
+		}()
+		return nil, nil, err
+	}
+	r := <-compiling
+	if r.err != nil {
+		return nil, nil, r.err
+	}
+	return metered, r.compiled, nil
+}
