@@ -109,3 +109,37 @@ func TestSmallLeafCallsWriteNothingBack(t *testing.T) {
 		})
 	}
 }
+
+// TestSmallLeafSizeBoundary pins smallLeafBytes from both sides: a leaf
+// whose code (its final end included) is smallLeafBytes long is a small
+// leaf, which touches no counter; one byte more and it charges itself.
+func TestSmallLeafSizeBoundary(t *testing.T) {
+	pad := func(n int) []byte { // n bytes of code: i32.const 0; drop, then nops
+		b := bytes.Repeat([]byte{0x41, 0x00, 0x1a}, n/3)
+		return append(b, bytes.Repeat([]byte{0x01}, n%3)...)
+	}
+	for _, tt := range []struct {
+		name  string
+		bytes int // of the leaf's code, its final end included
+		small bool
+	}{
+		{"exactly smallLeafBytes", smallLeafBytes, true},
+		{"one byte more", smallLeafBytes + 1, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := Instrument(wasmtest.Module{Bodies: [][]byte{{0x10, 0x01}, pad(tt.bytes - 1)}}.Bytes())
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := wasmbin.Decode(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			counter := uint32(len(m.Globals) - 1)
+			touches := bytes.Contains(m.Codes[1].Expr, []byte{0x23, byte(counter)})
+			if touches == tt.small {
+				t.Fatalf("a leaf of %d bytes reads the counter: %v; want %v", tt.bytes, touches, !tt.small)
+			}
+		})
+	}
+}

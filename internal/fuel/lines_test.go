@@ -417,44 +417,47 @@ func TestEachLineAloneEndsEveryRunawayShape(t *testing.T) {
 			if line == tickLine {
 				name = sh.name + ", tick alone"
 			}
-			t.Run(name, func(t *testing.T) {
-				metered, err := instrument(m.Bytes(), line)
-				if err != nil {
-					t.Fatal(err)
-				}
-				cm, err := r.CompileModule(ctx, metered)
-				if err != nil {
-					t.Fatal(err)
-				}
-				budget := uint64(0)
-				if line == counterLine {
-					budget = 10_000_000
-				}
-				meter := NewMeter(budget)
-				cctx, cancel := context.WithTimeout(WithMeter(ctx, meter), 50*time.Millisecond)
-				defer cancel()
-				if line == counterLine {
-					cctx = WithMeter(ctx, meter) // no deadline: only the budget can end it
-				}
-				mod, err := r.InstantiateModule(cctx, cm, wazero.NewModuleConfig().WithName("").WithStartFunctions())
-				if err != nil {
-					t.Fatal(err)
-				}
-				stop := make(chan struct{})
-				go collecting(stop)
-				err = callWithin(t, cctx, mod, "_start")
-				close(stop)
-				meter.Finish(mod)
-				want := uint32(sys.ExitCodeDeadlineExceeded)
-				if line == counterLine {
-					want = ExitCodeOutOfFuel
-				}
-				var exit *sys.ExitError
-				if !errors.As(err, &exit) || exit.ExitCode() != want {
-					t.Fatalf("%v; want exit code %#x", err, want)
-				}
-			})
+			t.Run(name, func(t *testing.T) { endsByItsLine(t, ctx, r, m.Bytes(), line) })
 		}
+	}
+}
+
+// endsByItsLine meters wasm with checks testing line and runs its _start
+// while the process keeps collecting garbage: with the counter alone it
+// must run out of a 10,000,000 budget (no deadline), with the tick alone
+// (or both) end at a 50 ms deadline.
+func endsByItsLine(t *testing.T, ctx context.Context, r wazero.Runtime, wasm []byte, line lines) {
+	t.Helper()
+	metered, err := instrument(wasm, line)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm, err := r.CompileModule(ctx, metered)
+	if err != nil {
+		t.Fatal(err)
+	}
+	budget, want := uint64(0), uint32(sys.ExitCodeDeadlineExceeded)
+	if line == counterLine {
+		budget, want = 10_000_000, ExitCodeOutOfFuel
+	}
+	meter := NewMeter(budget)
+	cctx, cancel := context.WithTimeout(WithMeter(ctx, meter), 50*time.Millisecond)
+	defer cancel()
+	if line == counterLine {
+		cctx = WithMeter(ctx, meter) // no deadline: only the budget can end it
+	}
+	mod, err := r.InstantiateModule(cctx, cm, wazero.NewModuleConfig().WithName("").WithStartFunctions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	go collecting(stop)
+	err = callWithin(t, cctx, mod, "_start")
+	close(stop)
+	meter.Finish(mod)
+	var exit *sys.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != want {
+		t.Fatalf("%v; want exit code %#x", err, want)
 	}
 }
 

@@ -5,10 +5,6 @@ import (
 	"context"
 	"errors"
 	"testing"
-	"time"
-
-	"github.com/tetratelabs/wazero"
-	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/subako/subako-runner/internal/wasmbin"
 	"github.com/subako/subako-runner/internal/wasmbin/wasmtest"
@@ -44,6 +40,10 @@ func TestTailsCheckWhereAReturnCanRunLong(t *testing.T) {
 		want int // checks in function 0: its entry's, its loops', its returns'
 	}{
 		{"a call, then the exit", []byte{0x10, 0x01}, 1},
+		// Both sides of maxUncheckedTail: i32.const i32.eqz drop (3) +
+		// 2 × 30 + the final end (1) is 64; 2 × 32 + 1 is 65.
+		{"a call, then a tail of exactly maxUncheckedTail", cat([]byte{0x10, 0x01, 0x41, 0x00, 0x45, 0x1a}, straight(30)), 1},
+		{"a call, then a tail of one more", cat([]byte{0x10, 0x01}, straight(32)), 2},
 		{"a call, then a short tail", cat([]byte{0x10, 0x01}, short), 1},
 		{"a call, then a long tail", cat([]byte{0x10, 0x01}, long), 2},
 		{"a call, then an if whose arm is long", cat([]byte{0x10, 0x01, 0x41, 0x00, 0x04, 0x40}, long, []byte{0x0b}), 2},
@@ -96,37 +96,7 @@ func TestUnwindingEndsAtItsDeadline(t *testing.T) {
 	r := meteredRuntime(t, ctx)
 	for _, line := range []lines{bothLines, counterLine, tickLine} {
 		t.Run([]string{"both lines", "the fuel alone", "the tick alone"}[line], func(t *testing.T) {
-			metered, err := instrument(unwinding(), line)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cm, err := r.CompileModule(ctx, metered)
-			if err != nil {
-				t.Fatal(err)
-			}
-			budget, want := uint64(0), uint32(sys.ExitCodeDeadlineExceeded)
-			if line == counterLine {
-				budget, want = 10_000_000, ExitCodeOutOfFuel
-			}
-			meter := NewMeter(budget)
-			cctx, cancel := context.WithTimeout(WithMeter(ctx, meter), 50*time.Millisecond)
-			defer cancel()
-			if line == counterLine {
-				cctx = WithMeter(ctx, meter) // no deadline: only the budget can end it
-			}
-			mod, err := r.InstantiateModule(cctx, cm, wazero.NewModuleConfig().WithName("").WithStartFunctions())
-			if err != nil {
-				t.Fatal(err)
-			}
-			stop := make(chan struct{})
-			go collecting(stop)
-			err = callWithin(t, cctx, mod, "_start")
-			close(stop)
-			meter.Finish(mod)
-			var exit *sys.ExitError
-			if !errors.As(err, &exit) || exit.ExitCode() != want {
-				t.Fatalf("%v; want exit code %#x", err, want)
-			}
+			endsByItsLine(t, ctx, r, unwinding(), line)
 		})
 	}
 }

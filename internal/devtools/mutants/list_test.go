@@ -161,4 +161,18 @@ var list = []mutant{
 		from: `!strings.HasPrefix(p, GuestTmp+"/") && !strings.HasPrefix(p, GuestData+"/")`, to: `!strings.HasPrefix(p, GuestTmp) && !strings.HasPrefix(p, GuestData)`},
 	{id: "volume/nul-allowed", file: "fsmount/volume.go",
 		from: `	if strings.IndexByte(p, 0) >= 0 {`, to: `	if false {`},
+	// Fuel: what a small leaf is, where a call's return checks, the
+	// meter's halves (leaf.go, tail.go, code.go).
+	{id: "fuel/small-leaf-one-byte-larger", file: "internal/fuel/leaf.go",
+		from: `if rw.shapes[i] != 0 || len(code.Expr) > smallLeafBytes`, to: `if rw.shapes[i] != 0 || len(code.Expr) > smallLeafBytes+1`},
+	{id: "fuel/indirect-pays-cheapest-leaf", file: "internal/fuel/leaf.go",
+		from: `c.leafCost = max(c.leafCost, cost)`, to: `c.leafCost = min(max(c.leafCost, 1), cost)`},
+	{id: "fuel/tail-one-longer", file: "internal/fuel/tail.go",
+		from: `			if c > maxUncheckedTail {`, to: `			if c > maxUncheckedTail+1 {`},
+	{id: "fuel/tail-loop-branch-unchecked", file: "internal/fuel/tail.go",
+		from: `f.fromLabel = 0 // a branch to a loop`, to: `f.fromLabel = c // a branch to a loop`},
+	{id: "fuel/tick-grant-unbounded", file: "internal/fuel/meter.go",
+		from: `return uint64(counter)<<tickShift<<32 | uint64(uint32(counter))`, to: `return 0x7fffffff<<32 | uint64(uint32(counter))`},
+	{id: "fuel/body-bound-off-by-one", file: "internal/fuel/code.go",
+		from: `	if len(code.Expr) > maxBodyBytes {`, to: `	if len(code.Expr) > maxBodyBytes+1 {`},
 }
