@@ -193,6 +193,11 @@ type setEntry struct {
 	// gone: removed from entries (evicted or removed); closed when refs
 	// reaches 0. evicted: gone to stay within the budget.
 	gone, evicted bool
+	// churn is what the open of this entry opened and closed, counted
+	// towards a collection (noteChurn) when its first caller releases it,
+	// so that the collection the open sets off does not run beside the
+	// package's first call; under the set's mu.
+	churn int64
 }
 
 // PackageSetStats are a set's counters since NewPackageSet.
@@ -372,6 +377,8 @@ func (s *PackageSet) releaser(e *setEntry) func() {
 // no longer allows.
 func (s *PackageSet) release(e *setEntry, inUse bool) {
 	s.mu.Lock()
+	churn := e.churn
+	e.churn = 0
 	e.refs--
 	if inUse {
 		s.stats.InUse--
@@ -386,7 +393,7 @@ func (s *PackageSet) release(e *setEntry, inUse bool) {
 		}
 	}
 	s.mu.Unlock()
-	s.closeAll(closing)
+	s.noteChurn(churn + s.closeAll(closing))
 	s.busy.Done()
 }
 
@@ -399,7 +406,7 @@ func (s *PackageSet) open(callerCtx context.Context, e *setEntry) {
 	stop := context.AfterFunc(s.ctx, cancel)
 	defer func() { stop(); cancel() }()
 	started := time.Now()
-	p, err := s.load(ctx, e.key)
+	p, churn, err := s.load(ctx, e.key)
 	took := time.Since(started)
 	s.mu.Lock()
 	s.stats.OpenTime += took
@@ -437,10 +444,17 @@ func (s *PackageSet) open(callerCtx context.Context, e *setEntry) {
 	} else {
 		s.observe(callerCtx, PackageSetEvent{Kind: PackageSetOpened, Key: e.key, Duration: took, Bytes: e.bytes})
 	}
+	churn += s.closeAll(closing)
 	if err == nil {
-		s.noteChurn(e.bytes)
+		churn += e.bytes
 	}
-	s.closeAll(closing)
+	s.mu.Lock()
+	if err == nil && e.refs > 0 {
+		e.churn += churn // for the first release (above)
+		churn = 0
+	}
+	s.mu.Unlock()
+	s.noteChurn(churn)
 	close(e.done)
 }
 
@@ -450,22 +464,21 @@ func (s *PackageSet) open(callerCtx context.Context, e *setEntry) {
 // the size of module.wasm) is reserved and least recently used idle
 // packages are closed for it first, so that the open's own allocations
 // and the code it maps do not come on top of a full budget.
-func (s *PackageSet) load(ctx context.Context, key string) (*Package, error) {
+func (s *PackageSet) load(ctx context.Context, key string) (p *Package, churn int64, err error) {
 	a, path, err := s.cfg.Loader.LoadPackage(ctx, key)
 	if err != nil {
-		return nil, fmt.Errorf("package %s: %w", key, err)
+		return nil, 0, fmt.Errorf("package %s: %w", key, err)
 	}
 	est := estimateResident(len(a.Metered), moduleSize(path, len(a.Metered)))
-	unreserve, err := s.reserve(ctx, key, est)
+	unreserve, churn, err := s.reserve(ctx, key, est)
 	if err != nil {
-		return nil, err
+		return nil, churn, err
 	}
 	defer unreserve()
-	p, err := s.rt.Open(ctx, a, path)
-	if err != nil {
-		return nil, fmt.Errorf("package %s: %w", key, err)
+	if p, err = s.rt.Open(ctx, a, path); err != nil {
+		return nil, churn, fmt.Errorf("package %s: %w", key, err)
 	}
-	return p, nil
+	return p, churn, nil
 }
 
 // openReservation is the estimate of one open under way.
@@ -476,8 +489,9 @@ type openReservation struct{ bytes int64 }
 // use and older opens leave no room, it waits for them. An open that
 // cannot fit however long it waits (nothing in use, no older open) goes
 // ahead: a package larger than the budget still opens. It returns with
-// the reservation held, and the function that gives it back.
-func (s *PackageSet) reserve(ctx context.Context, key string, est int64) (func(), error) {
+// the reservation held, the function that gives it back, and the bytes
+// of the packages it closed.
+func (s *PackageSet) reserve(ctx context.Context, key string, est int64) (unreserve func(), closed int64, err error) {
 	wake := context.AfterFunc(ctx, func() {
 		s.mu.Lock()
 		s.cond.Broadcast()
@@ -492,7 +506,7 @@ func (s *PackageSet) reserve(ctx context.Context, key string, est int64) (func()
 	for {
 		if closing := s.evictLocked(false); len(closing) > 0 {
 			s.mu.Unlock()
-			s.closeAll(closing)
+			closed += s.closeAll(closing)
 			s.mu.Lock()
 			continue
 		}
@@ -502,12 +516,12 @@ func (s *PackageSet) reserve(ctx context.Context, key string, est int64) (func()
 				s.mu.Lock()
 				s.unreserveLocked(el)
 				s.mu.Unlock()
-			}, nil
+			}, closed, nil
 		}
 		if err := ctx.Err(); err != nil {
 			s.unreserveLocked(el)
 			s.mu.Unlock()
-			return nil, fmt.Errorf("package %s: %w", key, canceled(ctx, "waiting for room in the package set"))
+			return nil, closed, fmt.Errorf("package %s: %w", key, canceled(ctx, "waiting for room in the package set"))
 		}
 		s.stats.OpenWaits++
 		s.cond.Wait()
@@ -588,7 +602,9 @@ func (s *PackageSet) forget(e *setEntry) *setEntry {
 
 // closeAll closes the packages of entries forgotten, and tells the
 // observer of each eviction.
-func (s *PackageSet) closeAll(entries []*setEntry) {
+// closeAll closes entries and returns their bytes, for the caller to count
+// towards a collection (noteChurn).
+func (s *PackageSet) closeAll(entries []*setEntry) (closed int64) {
 	for _, e := range entries {
 		if err := e.pkg.Close(context.Background()); err != nil {
 			s.rt.log.Warn("closing a package of the set failed", zap.String("key", e.key), zap.Error(err))
@@ -596,15 +612,16 @@ func (s *PackageSet) closeAll(entries []*setEntry) {
 		if e.evicted {
 			s.observe(context.Background(), PackageSetEvent{Kind: PackageSetEvicted, Key: e.key, Bytes: e.bytes})
 		}
-		s.noteChurn(e.bytes)
+		closed += e.bytes
 	}
+	return closed
 }
 
 // noteChurn counts bytes opened or closed and starts a collection when
 // CollectAfter is reached (one at a time): see
 // PackageSetConfig.CollectAfter.
 func (s *PackageSet) noteChurn(bytes int64) {
-	if s.cfg.CollectAfter < 0 || s.churnBytes.Add(bytes) < s.cfg.CollectAfter || !s.collecting.CompareAndSwap(false, true) {
+	if bytes == 0 || s.cfg.CollectAfter < 0 || s.churnBytes.Add(bytes) < s.cfg.CollectAfter || !s.collecting.CompareAndSwap(false, true) {
 		return
 	}
 	s.churnBytes.Store(0)
@@ -650,7 +667,7 @@ func (s *PackageSet) Remove(key string) {
 		}
 	}
 	s.mu.Unlock()
-	s.closeAll(closing)
+	s.noteChurn(s.closeAll(closing))
 }
 
 // Stats returns the set's counters.

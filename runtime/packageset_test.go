@@ -546,3 +546,35 @@ func TestPackageSetOpenWaitsForRoom(t *testing.T) {
 		t.Fatalf("a waiting open whose caller gave up: %v", err)
 	}
 }
+
+// TestPackageSetCollectsAfterTheFirstCall: the collection an open sets
+// off (its own bytes, and those of the packages closed to make room for
+// it) waits until the package's first caller released it, so that it does
+// not run beside that call; an open that nobody waits for counts at once.
+func TestPackageSetCollectsAfterTheFirstCall(t *testing.T) {
+	t.Parallel()
+	rt := newRuntime(t, nil)
+	d := setStore(t, rt, 2)
+	s := newSet(t, rt, PackageSetConfig{Loader: d, CollectAfter: 1})
+	ctx := context.Background()
+	_, release, err := s.Acquire(ctx, "k0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := s.Stats().Collections; n != 0 {
+		t.Fatalf("%d collections while the opened package's first call is under way; want none yet", n)
+	}
+	release()
+	if n := s.Stats().Collections; n != 1 {
+		t.Fatalf("%d collections after the first call released the package; want 1", n)
+	}
+	release() // a second release of the same Acquire changes nothing
+	_, release, err = s.Acquire(ctx, "k0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+	if n := s.Stats().Collections; n != 1 {
+		t.Fatalf("%d collections after a call that opened nothing; want still 1", n)
+	}
+}
