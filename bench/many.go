@@ -560,9 +560,16 @@ func quietPhases(ctx context.Context, m manyOptions, t *table, rt *runtime.Runti
 			measured := round > 0 && was
 			var floor time.Duration
 			if measured {
+				// Each side starts from a collected heap: neither inherits
+				// the collector's debt of what ran before it (the
+				// collection the set starts once a first call released its
+				// package would otherwise run beside the next baseline),
+				// nor the pages the other just faulted in.
+				goruntime.GC()
 				if floor, err = warmCompile(ctx, cache, filepath.Join(store.Artifacts, key, "metered.wasm")); err != nil {
 					return fmt.Errorf("wazero warm compile: %w", err)
 				}
+				goruntime.GC()
 			}
 			began := time.Now()
 			if err := callVia(ctx, set, key, call); err != nil {
