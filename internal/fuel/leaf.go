@@ -25,13 +25,12 @@ import (
 // every instruction of its body counted once whether it runs or not, to
 // its own segment's charge, and does not write the counter back for it.
 // For a direct call the callee is known. For call_indirect and call_ref
-// the callee is one of the functions whose reference the module can
-// take (element segments, global initialisers and exports: a ref.func in
-// code can name no other) of
-// the call's type; the call site pays the dearest small leaf among
-// them, and writes the counter back only if one of them is not a small
-// leaf. Exported functions and the start function are never small
-// leaves: the host calls them, and no call site would pay.
+// it is one of the functions of the call's type whose reference the
+// module can take (element segments, global initialisers and exports: a
+// ref.func in code can name no other); the call site pays the dearest
+// small leaf among them, and writes the counter back only if one of them
+// is not a small leaf. Exported functions and the start function are
+// never small leaves: the host calls them, and no call site would pay.
 //
 // The charge stays deterministic (same module, same input, same fuel); it
 // is exact for a leaf without branches and over by at most the code a
@@ -42,9 +41,9 @@ import (
 // beyond what runs stays small.
 const smallLeafBytes = 96
 
-// leaves finds the small leaves and their costs (rw.leafCost), and the
-// callees a call through a reference of each type may reach (rw.indirect). It
-// runs after scanAll has the functions' shapes.
+// leaves finds the small leaves and their costs (rw.leafCost), and what a
+// call through a reference of each type may reach (rw.indirect). It runs
+// after scanAll has the functions' shapes.
 func (rw *rewriter) leaves() error {
 	m := rw.m
 	rw.leafCost = make([]int64, len(m.Codes))
