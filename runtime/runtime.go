@@ -354,7 +354,13 @@ func (rt *Runtime) compile(ctx context.Context, module []byte, lim limits.Limits
 		}
 	}
 	defer rt.progress(StepCompile, len(module))()
-	metered, compiled, err := rt.compiler.MeterCompile(ctx, module, lim.CompileTimeout)
+	metered, err := rt.compiler.Meter(ctx, module, lim.CompileTimeout)
+	if err != nil {
+		return nil, nil, rejection(err)
+	}
+	endCompile := phase(ctx, "compile")
+	compiled, err := rt.compiler.Compile(ctx, metered, lim.CompileTimeout)
+	endCompile()
 	if err != nil {
 		return nil, nil, rejection(err)
 	}
