@@ -15,8 +15,8 @@ import (
 // counter.
 const (
 	// ImportModule and ImportName name the injected import, of type
-	// (i64) -> i64: called with the (negative) counter when a charge
-	// overdraws it, it returns the counter's new value.
+	// (i64) -> i64: called with the meter (CounterExport) when a charge
+	// overdraws either half, it returns the meter's new value.
 	ImportModule = abi.ModuleFuel
 	ImportName   = "refuel"
 	// CounterExport names the exported mutable i64 global holding the

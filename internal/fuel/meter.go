@@ -225,11 +225,12 @@ func growTable(ctx context.Context, _ api.Module, stack []uint64) {
 	}
 }
 
-// refuel runs when a charge overdrew the guest's counter: stack[0] is the
-// counter (negative). It ends the instance when the call's context is done
-// or the budget is spent, as wazero's own proc_exit does (close, then
-// panic with the exit error, which wazero returns to the caller); else it
-// returns the refilled counter. Without a Meter in the context it ends the
+// refuel runs when a charge overdrew either half of the guest's meter:
+// stack[0] is the meter, whose fuel half is negative unless the tick ran
+// out first. It ends the instance when the call's context is done or the
+// budget is spent, as wazero's own proc_exit does (close, then panic with
+// the exit error, which wazero returns to the caller); else it returns
+// the refilled meter, both halves granted anew. Without a Meter in the context it ends the
 // instance by the rule of abi.ErrNoState: a guest never runs unmetered.
 func refuel(ctx context.Context, mod api.Module, stack []uint64) {
 	counter := fuelHalf(stack[0])
