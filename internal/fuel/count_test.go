@@ -75,12 +75,7 @@ func TestFuelCountsAreExact(t *testing.T) {
 	ctx := context.Background()
 	r := meteredRuntime(t, ctx)
 	cm := instrumentAndCompile(t, ctx, r, readFixture(t, "counts.wasm"))
-	tests := []struct {
-		name string
-		fn   string
-		args []uint64
-		want uint64
-	}{
+	runCounts(t, ctx, r, cm, []fuelCount{
 		{"straight-line code costs one per instruction", "straight", nil, 4},
 		{"a loop of one iteration", "loop", []uint64{1}, 7*1 + 1},
 		{"a loop of ten iterations", "loop", []uint64{10}, 7*10 + 1},
@@ -107,10 +102,23 @@ func TestFuelCountsAreExact(t *testing.T) {
 		{"memory.copy of 1000 bytes", "copy", []uint64{1000}, 5 + 1000/BulkBytesPerFuel},
 		{"memory.init of 64 bytes", "init", []uint64{64}, 5 + 64/BulkBytesPerFuel},
 		{"recursion", "fib", []uint64{10}, fib(10)},
-	}
-	for _, tt := range tests {
+	})
+}
+
+// fuelCount is a call of an exported function and the fuel it must use.
+type fuelCount struct {
+	name string
+	fn   string
+	args []uint64
+	want uint64
+}
+
+// runCounts runs each count three times on fresh instances of cm: the
+// same input uses the same fuel, every time.
+func runCounts(t *testing.T, ctx context.Context, r wazero.Runtime, cm wazero.CompiledModule, counts []fuelCount) {
+	for _, tt := range counts {
 		t.Run(tt.name, func(t *testing.T) {
-			for i := 0; i < 3; i++ { // the same input uses the same fuel, every time
+			for i := 0; i < 3; i++ {
 				m, err := run(t, ctx, r, cm, 0, tt.fn, tt.args...)
 				if err != nil {
 					t.Fatalf("%s%v: %v", tt.fn, tt.args, err)

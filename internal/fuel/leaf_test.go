@@ -18,12 +18,7 @@ func TestSmallLeavesArePaidByTheirCallers(t *testing.T) {
 	ctx := context.Background()
 	r := meteredRuntime(t, ctx)
 	cm := instrumentAndCompile(t, ctx, r, readFixture(t, "leaves.wasm"))
-	tests := []struct {
-		name string
-		fn   string
-		args []uint64
-		want uint64
-	}{
+	runCounts(t, ctx, r, cm, []fuelCount{
 		{"a direct call pays the leaf's whole body (then arm)", "direct", []uint64{1}, 10},
 		{"a direct call pays the leaf's whole body (else arm)", "direct", []uint64{0}, 10},
 		{"call_indirect pays the dearest small leaf of its type (that leaf)", "indirect", []uint64{0}, 11},
@@ -35,20 +30,7 @@ func TestSmallLeavesArePaidByTheirCallers(t *testing.T) {
 		{"a leaf charged by size charges itself", "callfill", []uint64{1000}, 3 + 5 + 1000/BulkBytesPerFuel},
 		{"a leaf the host calls charges itself (then)", "hostleaf", []uint64{1}, 5},
 		{"a leaf the host calls charges itself (else)", "hostleaf", []uint64{0}, 6},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			for i := 0; i < 3; i++ {
-				m, err := run(t, ctx, r, cm, 0, tt.fn, tt.args...)
-				if err != nil {
-					t.Fatalf("%s%v: %v", tt.fn, tt.args, err)
-				}
-				if got := m.Used(); got != tt.want {
-					t.Fatalf("run %d: %s%v used %d fuel, want %d", i, tt.fn, tt.args, got, tt.want)
-				}
-			}
-		})
-	}
+	})
 }
 
 // TestSmallLeafCallsWriteNothingBack: a loop that calls a small leaf
