@@ -147,3 +147,20 @@ func TestMeterHalves(t *testing.T) {
 		}
 	}
 }
+
+// TestTailsRefusesBlocksThatDoNotNest: a body whose else or block opener
+// has no block around it (invalid; the validators refuse it too) is an
+// error from the rewrite, never a panic.
+func TestTailsRefusesBlocksThatDoNotNest(t *testing.T) {
+	for name, body := range map[string][]byte{
+		"an else outside any if":  {0x10, 0x00, 0x05},
+		"a block never ended":     {0x10, 0x00, 0x02, 0x40},
+		"an if with an end short": {0x10, 0x00, 0x41, 0x00, 0x04, 0x40, 0x02, 0x40, 0x0b},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := Instrument(wasmtest.Module{Bodies: [][]byte{body}}.Bytes()); err == nil {
+				t.Fatal("Instrument accepted it")
+			}
+		})
+	}
+}
