@@ -6,9 +6,10 @@
 // so every defined function's index moves up one, and calls, ref.func,
 // element segments, exports, the start function and the name section are
 // remapped), and appends a mutable i64 global, exported as
-// subako_fuel_counter, that holds the fuel left in the current slice. The
-// static cost of each straight-line segment is subtracted from the counter
-// when the segment is entered: at the function entry, a loop header, an
+// subako_fuel_counter, whose low half holds the fuel left in the current
+// slice (the tick, below, is its high half). The static cost of each
+// straight-line segment is subtracted from the counter when the segment
+// is entered: at the function entry, a loop header, an
 // else arm, the code after a loop's back-edge br_if, and the code after
 // the end of a block that something branches to.
 //
@@ -34,11 +35,11 @@
 // unbounded execution repeats one or the other), and after a call whose
 // return can run more than maxUncheckedTail before the next check (an
 // unwinding recursion repeats neither, and a call stack holds millions of
-// frames: tail.go). A check whose segment runs
-// straight (no conditional, no call) into a nested loop's header moves to
-// that header, so loops nested directly share one check: every path round
-// any of them passes it, and wazero, whose compile time is quadratic in a
-// function's blocks, is not handed an if/else per loop. When it is negative the
+// frames: tail.go). A check whose segment runs straight (no conditional,
+// no call) into a nested loop's header moves to that header, so loops
+// nested directly share one check: every path round any of them passes
+// it, and wazero, whose compile time is quadratic in a function's blocks,
+// is not handed an if/else per loop. When either half is negative the
 // guest calls refuel, where the host (Meter, via the context) checks the
 // deadline and budget and grants the next slice or ends the instance. At
 // a loop header (of a loop without parameters) the refuel arm then
