@@ -390,12 +390,11 @@ func (fr *funcRewriter) body(code *wasmbin.Code) ([]byte, error) {
 			// The moved check keeps its region, which then spans this
 			// loop too: it is passed on every way round either.
 			fr.copy(expr)
-			if fr.segPostCall && len(fr.splits) == 0 && !fr.segCall {
-				// Straight on into the loop's own check: the call's
-				// return needs none of its own.
-				fr.segCheck, fr.segPostCall = false, false
-			}
-			moved := fr.segCheck && len(fr.splits) == 0 && !fr.segCall
+			// A check after a call's return stays where it is (tails
+			// asked for it only when the code before this header can run
+			// long, and it charges the tick for that code): moved here it
+			// would charge the function's whole cost at every iteration.
+			moved := fr.segCheck && !fr.segPostCall && len(fr.splits) == 0 && !fr.segCall
 			if moved {
 				fr.segCheck = false
 			}

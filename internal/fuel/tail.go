@@ -180,9 +180,17 @@ func (rw *rewriter) tails(code *wasmbin.Code, dst []int) ([]int, error) {
 				t = max(t, from(l))
 			}
 			c = t + 1
-		case wasmbin.OpReturn, wasmbin.OpReturnCall, wasmbin.OpReturnCallIndirect, wasmbin.OpReturnCallRef,
-			wasmbin.OpUnreachable, wasmbin.OpThrow, wasmbin.OpRethrow, wasmbin.OpThrowRef:
+		case wasmbin.OpReturn, wasmbin.OpUnreachable, wasmbin.OpThrow, wasmbin.OpRethrow, wasmbin.OpThrowRef:
 			c = 1
+		case wasmbin.OpReturnCall:
+			// The callee runs in this frame's place before the return:
+			// what it runs before a check of its own is this frame's.
+			c = 1 + rw.leafCostOf(ti.index) + rw.unchecked(ti.index)
+			if ti.index < rw.nImpFuncs {
+				c += ImportCallCost
+			}
+		case wasmbin.OpReturnCallIndirect, wasmbin.OpReturnCallRef:
+			c = 1 + rw.callees(ti.index).leafCost + rw.maxUnchecked
 		case wasmbin.OpMemoryGrow, wasmbin.OpMemoryFill, wasmbin.OpMemoryCopy, wasmbin.OpMemoryInit,
 			wasmbin.OpTableGrow, wasmbin.OpTableFill, wasmbin.OpTableCopy, wasmbin.OpTableInit:
 			c = 1 // a check follows each

@@ -30,7 +30,8 @@ func straight(n int) []byte { return bytes.Repeat([]byte{0x41, 0x00, 0x1a}, n) }
 // check of its own: where the dearest path from it to the next check or
 // the function's exit costs more than maxUncheckedTail, and nowhere else.
 // Function 0 calls; function 1 calls function 2 (so it checks on entry);
-// function 2 is a small leaf; the table holds function 1.
+// function 2 is a small leaf; function 3 makes no call but is too long
+// for a leaf, so it runs unchecked; the table holds function 1.
 func TestTailsCheckWhereAReturnCanRunLong(t *testing.T) {
 	long := straight(maxUncheckedTail) // 2 × maxUncheckedTail
 	short := straight(maxUncheckedTail/2 - 2)
@@ -52,13 +53,16 @@ func TestTailsCheckWhereAReturnCanRunLong(t *testing.T) {
 		{"a call, then a branch out of a block over a long tail", cat([]byte{0x02, 0x40, 0x10, 0x01, 0x0c, 0x00}, long, []byte{0x0b}), 1},
 		{"a call, then a branch back to its loop's header", cat([]byte{0x03, 0x40, 0x10, 0x01, 0x0c, 0x00, 0x0b}, long), 1},
 		{"a call, then a long loop (its header checks)", cat([]byte{0x10, 0x01, 0x03, 0x40}, long, []byte{0x41, 0x00, 0x0d, 0x00, 0x0b}), 2},
+		{"a call, then a long run into a loop (the return checks, and the loop)", cat([]byte{0x10, 0x01}, long, []byte{0x03, 0x40, 0x0b}), 3},
+		{"a call, then a tail call of a long function that does not check", []byte{0x10, 0x01, 0x12, 0x03}, 2},
+		{"a call, then a tail call of a function that checks", []byte{0x10, 0x01, 0x12, 0x01}, 1},
 		{"a call of a small leaf, then a long tail", cat([]byte{0x10, 0x02}, long), 1},
 		{"call_indirect of a function that charges itself, then a long tail", cat([]byte{0x41, 0x00, 0x11, 0x00, 0x00}, long), 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			m := wasmtest.Module{
-				Bodies:   [][]byte{tt.body, {0x10, 0x02}, {0x41, 0x00, 0x1a}},
+				Bodies:   [][]byte{tt.body, {0x10, 0x02}, {0x41, 0x00, 0x1a}, long},
 				Tables:   [][]byte{{0x70, 0x00, 0x01}},
 				Elements: []byte{0x01, 0x00, 0x41, 0x00, 0x0b, 0x01, 0x01},
 			}
