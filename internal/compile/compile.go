@@ -122,12 +122,19 @@ func (c *Compiler) SetBeforeCompile(f func()) { c.beforeCompile = f }
 // and is closed when it finishes; the structural checks bound how long
 // that can be.
 func (c *Compiler) Compile(ctx context.Context, wasm []byte, timeout time.Duration) (wazero.CompiledModule, error) {
-	return c.compileWith(ctx, c.wz, wasm, timeout, "the module does not compile")
+	return c.compileWith(ctx, timeout, "the module does not compile", func(ctx context.Context) (wazero.CompiledModule, error) {
+		// The same bytes take turns (lock.go); a damaged cache entry is
+		// the host's fault (cachefault.go).
+		defer c.locks.lock(wasm)()
+		return c.compileCached(experimental.WithCompilationWorkers(ctx, c.workers), c.wz, wasm)
+	})
 }
 
-// compileWith is Compile on the wazero runtime wz; a module wz refuses is
-// an invalid_module rejection whose message starts with what.
-func (c *Compiler) compileWith(ctx context.Context, wz wazero.Runtime, wasm []byte, timeout time.Duration, what string) (wazero.CompiledModule, error) {
+// compileWith runs compile (a wazero compilation) on a goroutine of its
+// own, under Compile's rules of waiting: ctx and timeout end the wait, not
+// the compilation. A module compile refuses is an invalid_module rejection
+// whose message starts with what.
+func (c *Compiler) compileWith(ctx context.Context, timeout time.Duration, what string, compile func(context.Context) (wazero.CompiledModule, error)) (wazero.CompiledModule, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err // no compilation for a caller who is gone
 	}
@@ -144,15 +151,7 @@ func (c *Compiler) compileWith(ctx context.Context, wz wazero.Runtime, wasm []by
 		if c.beforeCompile != nil {
 			c.beforeCompile()
 		}
-		// On the runtime with the file cache, the same bytes take turns
-		// (lock.go; the validator has no file cache); a damaged cache
-		// entry is the host's fault (cachefault.go).
-		unlock := func() {}
-		if wz == c.wz {
-			unlock = c.locks.lock(wasm)
-		}
-		compiled, err := c.compileCached(experimental.WithCompilationWorkers(context.WithoutCancel(ctx), c.workers), wz, wasm)
-		unlock()
+		compiled, err := compile(context.WithoutCancel(ctx))
 		mu.Lock()
 		defer mu.Unlock()
 		if gaveUp {

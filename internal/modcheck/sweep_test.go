@@ -16,13 +16,14 @@ import (
 
 	"github.com/subako/subako-runner/internal/fuel"
 	"github.com/subako/subako-runner/internal/wasmbin"
+	"github.com/subako/subako-runner/internal/wasmvalid"
 	"github.com/subako/subako-runner/limits"
 )
 
 // The compile-cost sweep: generators build modules whose compile cost
 // grows with one dimension, and a child process runs on each what the
-// runtime runs on an upload (Check, wazero's interpreter as the full
-// validator, fuel.Instrument, wazero's optimising compiler on the metered
+// runtime runs on an upload (Check, wazero's validator as
+// internal/wasmvalid runs it, fuel.Instrument, wazero's optimising compiler on the metered
 // module) and reports its time and peak RSS. docs/security.md has the
 // table.
 //
@@ -573,9 +574,9 @@ func sweepChild(t *testing.T, spec string) {
 	stage("check")
 	if len(ps) == 0 || os.Getenv("SUBAKO_SWEEP_FORCE") != "" {
 		interp := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter().WithCoreFeatures(api.CoreFeaturesV2))
-		if c, err := interp.CompileModule(ctx, wasm); err != nil {
+		if c, err := wasmvalid.Validate(ctx, interp, wasm); err != nil {
 			problems = append(problems, "validate: "+err.Error())
-		} else {
+		} else if c != nil {
 			c.Close(ctx)
 		}
 		interp.Close(ctx)

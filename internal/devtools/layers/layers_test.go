@@ -51,6 +51,7 @@ var named = map[string]layer{
 	"hostmod/subakohttp": host,
 	"internal/fuel":      host,
 	"internal/modcheck":  host,
+	"internal/wasmvalid": host,
 	"runtime":            api,
 	"conformance":        embedder,
 	"otelobserver":       embedder,
