@@ -45,13 +45,8 @@ func newFloor(ctx context.Context, wasm []byte, metered bool) (*floor, error) {
 			r.Close(ctx)
 			return nil, err
 		}
-		var err error
-		if wasm, err = fuel.Instrument(wasm); err != nil {
-			r.Close(ctx)
-			return nil, err
-		}
 	}
-	cm, err := r.CompileModule(ctx, wasm)
+	cm, err := f.compile(ctx, wasm)
 	if err != nil {
 		r.Close(ctx)
 		return nil, err
@@ -62,6 +57,19 @@ func newFloor(ctx context.Context, wasm []byte, metered bool) (*floor, error) {
 		return nil, err
 	}
 	return f, nil
+}
+
+// compile compiles wasm on the floor's runtime, metered if the floor is. A
+// module compiled after the first must import what the first does (the
+// host modules are instantiated for the first).
+func (f *floor) compile(ctx context.Context, wasm []byte) (wazero.CompiledModule, error) {
+	if f.metered {
+		var err error
+		if wasm, err = fuel.Instrument(wasm); err != nil {
+			return nil, err
+		}
+	}
+	return f.r.CompileModule(ctx, wasm)
 }
 
 // stubHTTP defines a subako_http whose functions all answer -1, when the
@@ -98,6 +106,11 @@ func (floorTables) GrowTable(_, size, delta uint32) bool { return uint64(size)+u
 
 // run instantiates the module with stdin and returns its stdout.
 func (f *floor) run(ctx context.Context, stdin []byte) ([]byte, error) {
+	return f.runModule(ctx, f.cm, stdin)
+}
+
+// runModule is run for cm, a module of f.compile's.
+func (f *floor) runModule(ctx context.Context, cm wazero.CompiledModule, stdin []byte) ([]byte, error) {
 	var out bytes.Buffer
 	var m *fuel.Meter
 	if f.metered {
@@ -105,7 +118,7 @@ func (f *floor) run(ctx context.Context, stdin []byte) ([]byte, error) {
 		ctx = fuel.WithTableBudget(fuel.WithMeter(ctx, m), floorTables{})
 	}
 	cfg := wazero.NewModuleConfig().WithName("").WithStdin(bytes.NewReader(stdin)).WithStdout(&out).WithArgs("module.wasm")
-	mod, err := f.r.InstantiateModule(ctx, f.cm, cfg)
+	mod, err := f.r.InstantiateModule(ctx, cm, cfg)
 	if mod != nil {
 		if m != nil {
 			m.Finish(mod)

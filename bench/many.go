@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -45,7 +46,7 @@ func registerManyFlags(m *manyOptions) {
 	flag.IntVar(&m.calls, "many-calls", 20000, "many: calls through the package set, in a Zipf order (s = 1.1)")
 	flag.IntVar(&m.callers, "many-callers", 4, "many: goroutines making the calls")
 	flag.Int64Var(&m.budget, "many-budget", 256<<20, "many: the package set's MaxBytes")
-	flag.IntVar(&m.workersRuns, "workers-runs", 3, "many: SDK uploads with each compilation-workers setting")
+	flag.IntVar(&m.workersRuns, "workers-runs", 5, "many: SDK uploads with each compilation-workers setting")
 	flag.IntVar(&m.costC, "cost-c", 100, "many: C packages opened at once to measure what one costs in RSS")
 	flag.IntVar(&m.costGo, "cost-go", 3, "many: Go SDK packages opened at once to measure what one costs in RSS")
 	flag.BoolVar(&m.strict, "many-strict", true, "many: the package set's StrictBudget (opens wait for room rather than go over the budget)")
@@ -79,7 +80,10 @@ func benchMany(ctx context.Context, o options, t *table) error {
 	if err := benchCost(ctx, m, t, cache, store, cKeys, goKeys); err != nil {
 		return fmt.Errorf("cost: %w", err)
 	}
-	return zipfRun(ctx, m, t, cache, store, cKeys, goKeys)
+	if err := zipfRun(ctx, m, t, cache, store, cKeys, goKeys); err != nil {
+		return err
+	}
+	return bareMany(ctx, t, store, cKeys)
 }
 
 // benchWorkers uploads the SDK package (no compilation cache: the upload
@@ -587,6 +591,99 @@ func quietPhases(ctx context.Context, m manyOptions, t *table, rt *runtime.Runti
 	t.add(fmt.Sprintf("many packages: first call of an evicted SDK package (n=%d, one at a time) vs wazero warm-cache CompileModule (median of the pairs' ratios)", len(firsts)),
 		dur(quantile(firsts, .5)), dur(quantile(floors, .5)), ratio, "≤ 1.3×", len(firsts) > 0 && ratio <= 1.3)
 	return nil
+}
+
+// bareMany is the resident row's comparison with no host around: the
+// same C modules, metered, each compiled once in one bare wazero runtime,
+// called in the same Zipf order as the resident row's calls, against the
+// first one alone, in interleaved batches. It runs apart from zipfRun,
+// after it, so that its compiled modules are not in the memory the set's
+// rows measure. Its calls are made from one goroutine: from several, the
+// memory wazero maps and unmaps for each instance costs the bare call
+// three times its one-goroutine time on 2 cores, the same for one module
+// as for 500, and hides the cost the row is there to show.
+func bareMany(ctx context.Context, t *table, store runtime.DirLoader, cKeys []string) error {
+	bare, modules, err := bareFloor(ctx, store, cKeys)
+	if err != nil {
+		return fmt.Errorf("bare wazero: %w", err)
+	}
+	defer bare.close(ctx)
+	stdin, err := callLine("greet", json.RawMessage(`{"name":"Ada"}`))
+	if err != nil {
+		return err
+	}
+	bareCall := func(cm wazero.CompiledModule) (time.Duration, bool, error) {
+		began := time.Now()
+		out, err := bare.runModule(ctx, cm, stdin)
+		d := time.Since(began)
+		if err == nil && !bytes.Contains(out, []byte("Hello, Ada!")) {
+			err = fmt.Errorf("bare wazero: stdout %q lacks the greeting", out)
+		}
+		return d, true, err
+	}
+	r := rand.New(rand.NewSource(28)) // the resident row's order
+	z := rand.NewZipf(r, 1.1, 1, uint64(len(modules)-1))
+	const batches, perBatch = 10, 400
+	var many, alone []time.Duration
+	var ratios []float64
+	for b := range batches {
+		order := make([]wazero.CompiledModule, perBatch)
+		for i := range order {
+			order[i] = modules[z.Uint64()]
+		}
+		sides := [2]func(int) (time.Duration, bool, error){
+			func(int) (time.Duration, bool, error) { return bareCall(modules[0]) },
+			func(i int) (time.Duration, bool, error) { return bareCall(order[i]) },
+		}
+		var got [2][]time.Duration
+		for k := range sides {
+			k := (k + b) % len(sides) // which side goes first alternates
+			if got[k], err = timedCalls(1, perBatch, sides[k]); err != nil {
+				return err
+			}
+		}
+		alone, many = append(alone, got[0]...), append(many, got[1]...)
+		ratios = append(ratios, float64(quantile(got[1], .5))/float64(quantile(got[0], .5)))
+	}
+	// No target: the ratio is the machine's and the engine's, what calling
+	// many modules' code costs against one module's.
+	ratio := median(ratios)
+	t.add(fmt.Sprintf("many packages: bare wazero, the same %d metered C modules in one runtime called in the resident row's order vs the first one alone (one goroutine; n=%d; median of %d interleaved batches' ratios)", len(modules), len(many), batches),
+		dur(quantile(many, .5)), dur(quantile(alone, .5)), ratio, "", false)
+	return nil
+}
+
+// bareFloor compiles the stored modules of keys, metered, in one bare
+// wazero runtime (a floor), in the order of keys.
+func bareFloor(ctx context.Context, store runtime.DirLoader, keys []string) (*floor, []wazero.CompiledModule, error) {
+	if len(keys) == 0 {
+		return nil, nil, errors.New("no modules")
+	}
+	read := func(key string) ([]byte, error) {
+		return os.ReadFile(filepath.Join(store.Packages, key, runtime.ModuleFile))
+	}
+	wasm, err := read(keys[0])
+	if err != nil {
+		return nil, nil, err
+	}
+	f, err := newFloor(ctx, wasm, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	modules := []wazero.CompiledModule{f.cm}
+	for _, key := range keys[1:] {
+		wasm, err := read(key)
+		var cm wazero.CompiledModule
+		if err == nil {
+			cm, err = f.compile(ctx, wasm)
+		}
+		if err != nil {
+			f.close(ctx)
+			return nil, nil, fmt.Errorf("%s: %w", key, err)
+		}
+		modules = append(modules, cm)
+	}
+	return f, modules, nil
 }
 
 // timedCalls makes n calls from callers goroutines, call i by one(i),
