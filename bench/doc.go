@@ -21,7 +21,11 @@
 //   - reopen: opening the stored 14 MB Go-SDK package from its artifact with
 //     a warm compilation cache, against the engine's floor (wazero's own
 //     CompileModule of the same metered bytes from the same warm cache in a
-//     fresh runtime) and against compiling it cold;
+//     fresh runtime) and against compiling it cold, on every core (the
+//     default) and on one compilation worker: the row's ≤ 0.05× target
+//     dates from when compilation used one core, and halving the cold
+//     compile on two cores put the default's ratio at 0.07–0.08×; the
+//     one-worker row is the CPU the cache saves;
 //   - fuel: CPU-bound Go and C guests metered (internal/fuel) against
 //     unmetered;
 //   - memory: the memory-heavy Go guest (testdata/guests/memhog, 64 and 256
@@ -30,7 +34,18 @@
 //     calls at once, with admission and without;
 //   - download: a 1 GiB HTTP download to a file through subako_http, run in
 //     a child process (this program re-executed with -child-download) so its
-//     peak RSS (VmHWM) is the call's alone.
+//     peak RSS (VmHWM) is the call's alone;
+//   - tables: the peak RSS of runs of a module declaring a large table, in
+//     child processes (-child-tables), under two GOGC settings;
+//   - many: the SDK upload by compilation workers; what an open package
+//     costs against runtime's estimate; 500 C and 8 Go SDK packages stored
+//     once and called in a Zipf order through a PackageSet with a byte
+//     budget (peak RSS, failures, the resident call against one package
+//     alone, the set's own cost, the first call of an evicted package
+//     against wazero's warm-cache compile), and bare wazero's own cost of
+//     calling the same 500 modules against one;
+//   - otel: the OpenTelemetry observer on no-op providers and on the SDK,
+//     against the plain Observer.
 //
 // Measurements of a pair are interleaved, so load that comes and goes on the
 // machine hits both sides alike; in-process sides that allocate differently
