@@ -212,7 +212,7 @@ func (rt *Runtime) Close(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	err := errors.Join(rt.wz.Close(ctx), rt.compiler.Close(ctx))
+	err := rt.wz.Close(ctx)
 	if rt.cache != nil {
 		err = errors.Join(err, rt.cache.Close(ctx))
 	}

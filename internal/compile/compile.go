@@ -88,8 +88,6 @@ type Compiler struct {
 
 	// compiling counts the compilations in flight; Close waits for them.
 	compiling sync.WaitGroup
-	// validators validates modules as uploaded, before metering (validate.go).
-	validators validators
 	// locks serialises compilations of the same bytes (lock.go).
 	locks compileLocks
 	// beforeCompile, when set (by tests), runs on the compiling goroutine
@@ -107,9 +105,6 @@ func New(cfg Config) *Compiler {
 // Wait waits for the compilations in flight, those callers stopped
 // waiting for included.
 func (c *Compiler) Wait() { c.compiling.Wait() }
-
-// Close releases the validating runtime; call it after Wait.
-func (c *Compiler) Close(ctx context.Context) error { return c.validators.close(ctx) }
 
 // SetBeforeCompile makes every compilation call f on its goroutine
 // before wazero starts (for tests that hold a compilation there).

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/tetratelabs/wazero"
@@ -14,7 +13,9 @@ import (
 	"github.com/subako/subako-runner/internal/wasmvalid"
 )
 
-// validators holds the wazero runtime that validates modules as uploaded.
+// Validate validates module as uploaded, in full, as wazero's compiler
+// would: a module it refuses is an invalid_module rejection naming what
+// is wrong and where.
 //
 // wazero validates a module in full (every index, type and instruction)
 // only as the first step of compiling it, and what the runtime compiles is
@@ -23,59 +24,24 @@ import (
 // whose function sets "local 1" with a single local is valid once the
 // rewriter appends its counter as local 1, and then refills its own fuel.
 // So the module as uploaded is validated too, by wazero's decoder and
-// validator on a runtime of its own (internal/wasmvalid, which stops the
-// compilation before the engine starts: 0.2 s of the 14 MB Go SDK module,
-// against the 1.1 s the interpreter's compilation of it cost when the
-// validation ran it to the end; the interpreter is the engine only so that
-// a module without functions, compiled whole, costs nothing).
-// fuel.Instrument checks the indices it makes room for on its own as well
-// (fuel.ErrIndex), so Open's re-metering of a stored module.wasm keeps
-// that line even without this one.
-type validators struct {
-	once sync.Once
-	wz   wazero.Runtime
-	mu   sync.Mutex // guards closed against a first use racing Close
-	done bool
-}
-
-func (v *validators) get(ctx context.Context) wazero.Runtime {
-	v.once.Do(func() {
-		v.mu.Lock()
-		defer v.mu.Unlock()
-		if v.done {
-			return
-		}
-		v.wz = wazero.NewRuntimeWithConfig(context.WithoutCancel(ctx), wazero.NewRuntimeConfigInterpreter().
-			WithCoreFeatures(features).WithMemoryLimitPages(maxPages))
-	})
-	return v.wz
-}
-
-func (v *validators) close(ctx context.Context) error {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	v.done = true
-	if v.wz == nil {
-		return nil
-	}
-	return v.wz.Close(ctx)
-}
-
-// Validate validates module as uploaded, in full, as wazero's compiler
-// would: a module it refuses is an invalid_module rejection naming what
-// is wrong and where.
+// validator on a runtime of its own, made for it and closed after
+// (internal/wasmvalid, which stops the compilation before the engine
+// starts: 0.2 s of the 14 MB Go SDK module, against the 1.1 s the
+// interpreter's compilation of it cost when the validation ran it to the
+// end; the interpreter is the engine only so that a module without
+// functions, compiled whole, costs nothing). fuel.Instrument checks the
+// indices it makes room for on its own as well (fuel.ErrIndex), so Open's
+// re-metering of a stored module.wasm keeps that line even without this
+// one.
 func (c *Compiler) Validate(ctx context.Context, module []byte, timeout time.Duration) error {
-	wz := c.validators.get(ctx)
-	if wz == nil {
-		return fmt.Errorf("validate: %w", c.closedErr) // the runtime closed first
+	if c.isClosed != nil && c.isClosed() {
+		return fmt.Errorf("validate: %w", c.closedErr)
 	}
-	compiled, err := c.compileWith(ctx, timeout, "the module is not valid WebAssembly", func(ctx context.Context) (wazero.CompiledModule, error) {
-		return wasmvalid.Validate(ctx, wz, module)
+	config := wazero.NewRuntimeConfigInterpreter().WithCoreFeatures(features).WithMemoryLimitPages(maxPages)
+	_, err := c.compileWith(ctx, timeout, "the module is not valid WebAssembly", func(ctx context.Context) (wazero.CompiledModule, error) {
+		return nil, wasmvalid.Validate(ctx, config, module)
 	})
-	if err != nil || compiled == nil {
-		return err
-	}
-	return compiled.Close(context.WithoutCancel(ctx))
+	return err
 }
 
 // Meter validates module as uploaded and injects fuel metering: every

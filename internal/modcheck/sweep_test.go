@@ -573,13 +573,9 @@ func sweepChild(t *testing.T, spec string) {
 	}
 	stage("check")
 	if len(ps) == 0 || os.Getenv("SUBAKO_SWEEP_FORCE") != "" {
-		interp := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter().WithCoreFeatures(api.CoreFeaturesV2))
-		if c, err := wasmvalid.Validate(ctx, interp, wasm); err != nil {
+		if err := wasmvalid.Validate(ctx, wazero.NewRuntimeConfigInterpreter().WithCoreFeatures(api.CoreFeaturesV2), wasm); err != nil {
 			problems = append(problems, "validate: "+err.Error())
-		} else if c != nil {
-			c.Close(ctx)
 		}
-		interp.Close(ctx)
 		stage("validate")
 		metered, err := fuel.Instrument(wasm)
 		if err != nil {

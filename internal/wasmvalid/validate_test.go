@@ -2,6 +2,8 @@ package wasmvalid
 
 import (
 	"context"
+	"encoding/binary"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -55,7 +57,7 @@ func TestValidateRefuses(t *testing.T) {
 		defer wz.Close(ctx)
 		for _, tt := range tests {
 			t.Run(engine+"/"+tt.name, func(t *testing.T) {
-				compiled, err := Validate(ctx, wz, tt.module)
+				compiled, err := validate(ctx, wz, tt.module)
 				if compiled != nil {
 					defer compiled.Close(ctx)
 				}
@@ -72,6 +74,12 @@ func TestValidateRefuses(t *testing.T) {
 					t.Fatalf("compiled = %v for a module with functions %v: want it stopped before the engine exactly when there are functions", compiled, tt.functions)
 				}
 			})
+			t.Run(engine+"/"+tt.name+"/Validate", func(t *testing.T) {
+				err := Validate(ctx, cfg.WithCoreFeatures(api.CoreFeaturesV2), tt.module)
+				if (err != nil) != (tt.reject != "") || (err != nil && !strings.Contains(err.Error(), tt.reject)) {
+					t.Fatalf("Validate: %v; want an error naming %q (none if empty)", err, tt.reject)
+				}
+			})
 		}
 	}
 }
@@ -84,5 +92,63 @@ func TestValidatePassesOtherPanicsOn(t *testing.T) {
 			t.Fatal("a nil runtime's panic was swallowed")
 		}
 	}()
-	_, _ = Validate(context.Background(), nil, wasmtest.Module{}.Bytes())
+	_, _ = validate(context.Background(), nil, wasmtest.Module{}.Bytes())
+}
+
+// wideTypes is a module of n function types of 10 parameters each, the
+// types numbered from first on (in base 4 over i32, i64, f32, f64): each
+// different from those of any other first.
+func wideTypes(first, n int) []byte {
+	payload := binary.AppendUvarint(nil, uint64(n))
+	kinds := []byte{0x7f, 0x7e, 0x7d, 0x7c}
+	for i := range n {
+		payload = append(payload, 0x60, 10)
+		for x, j := first+i, 0; j < 10; x, j = x/4, j+1 {
+			payload = append(payload, kinds[x%4])
+		}
+		payload = append(payload, 0) // no results
+	}
+	return wasmbin.AppendSection([]byte{0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00}, wasmbin.SectionType, payload)
+}
+
+// TestValidateKeepsNothing: validating modules whose function types no
+// other module has keeps nothing of them once it returns. One wazero
+// runtime validating them all keeps an ID for each type: the control
+// shows the measure sees that.
+func TestValidateKeepsNothing(t *testing.T) {
+	ctx := context.Background()
+	cfg := wazero.NewRuntimeConfigInterpreter().WithCoreFeatures(api.CoreFeaturesV2)
+	const modules, types = 20, 10000
+	heap := func() uint64 {
+		runtime.GC()
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	grew := func(validate func(module []byte) error) int64 {
+		before := heap()
+		for i := range modules {
+			if err := validate(wideTypes((i+1)*types, types)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return int64(heap()) - int64(before)
+	}
+	shared := wazero.NewRuntimeWithConfig(ctx, cfg)
+	defer shared.Close(ctx)
+	kept := grew(func(module []byte) error {
+		compiled, err := shared.CompileModule(ctx, module)
+		if err == nil {
+			err = compiled.Close(ctx)
+		}
+		return err
+	})
+	// 20 modules of 10,000 new types: about 17 MB kept by one runtime.
+	if kept < 8<<20 {
+		t.Fatalf("the control kept %d bytes: the measure cannot see what a runtime keeps", kept)
+	}
+	if got := grew(func(module []byte) error { return Validate(ctx, cfg, module) }); got > 2<<20 {
+		t.Fatalf("Validate kept %d bytes of %d modules' types (one runtime for all kept %d)", got, modules, kept)
+	}
 }
