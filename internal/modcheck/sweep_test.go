@@ -24,8 +24,8 @@ import (
 // grows with one dimension, and a child process runs on each what the
 // runtime runs on an upload (Check, wazero's validator as
 // internal/wasmvalid runs it, fuel.Instrument, wazero's optimising
-// compiler on the metered module) and reports its time and peak RSS. docs/security.md has the
-// table.
+// compiler on the metered module) and reports its time and peak RSS.
+// docs/security.md has the table.
 //
 // TestCompileCostAtLimits (skipped under -short) checks that the worst
 // module found for each bound, built at the bound's default, passes Check,

@@ -7,6 +7,8 @@
 // wazero's compilation once the module is validated, before the engine
 // lowers a single function: for the 14 MB Go SDK module, 0.2 s instead of
 // the 1.1 s (and 320 MB) that the interpreter's compilation cost on top.
+// It does so on a wazero runtime made for the one module and closed after,
+// so that nothing of an upload stays behind.
 //
 // It is a package of its own because both the upload (internal/compile)
 // and the compile-cost sweep (internal/modcheck's tests) must validate

@@ -63,12 +63,12 @@ func TestValidateRefuses(t *testing.T) {
 				}
 				if tt.reject != "" {
 					if err == nil || !strings.Contains(err.Error(), tt.reject) {
-						t.Fatalf("Validate: %v; want an error naming the %s", err, tt.reject)
+						t.Fatalf("validate: %v; want an error naming the %s", err, tt.reject)
 					}
 					return
 				}
 				if err != nil {
-					t.Fatalf("Validate: %v; want it accepted", err)
+					t.Fatalf("validate: %v; want it accepted", err)
 				}
 				if tt.functions != (compiled == nil) {
 					t.Fatalf("compiled = %v for a module with functions %v: want it stopped before the engine exactly when there are functions", compiled, tt.functions)
