@@ -24,7 +24,7 @@
 //     fresh runtime) and against compiling it cold, on every core (the
 //     default) and on one compilation worker: the row's ≤ 0.05× target
 //     dates from when compilation used one core, and halving the cold
-//     compile on two cores put the default's ratio at 0.07–0.08×; the
+//     compile on two cores put the default's ratio at 0.07–0.09×; the
 //     one-worker row is the CPU the cache saves;
 //   - fuel: CPU-bound Go and C guests metered (internal/fuel) against
 //     unmetered;

@@ -603,6 +603,9 @@ func quietPhases(ctx context.Context, m manyOptions, t *table, rt *runtime.Runti
 // three times its one-goroutine time on 2 cores, the same for one module
 // as for 500, and hides the cost the row is there to show.
 func bareMany(ctx context.Context, t *table, store runtime.DirLoader, cKeys []string) error {
+	if len(cKeys) < 2 {
+		return nil // nothing to compare
+	}
 	bare, modules, err := bareFloor(ctx, store, cKeys)
 	if err != nil {
 		return fmt.Errorf("bare wazero: %w", err)
