@@ -25,51 +25,54 @@ type overlapProbe struct {
 	finished int
 }
 
-// stdout is one command's stdout.
-func (o *overlapProbe) stdout() io.Writer {
-	var once sync.Once
-	return writerFunc(func(p []byte) (int, error) {
-		once.Do(func() {
-			o.mu.Lock()
+// command returns one command's stdin and stdout. The stdin gives line,
+// then end of file once the command has written (RunCommand copies stdin
+// on a goroutine of its own, which asks for more at once: an end of file
+// before the answer would close the stretch before it opened, and a probe
+// that let it saw no command running at all) and release allows.
+func (o *overlapProbe) command(line string) (stdin io.Reader, stdout io.Writer) {
+	wrote := false // under o.mu
+	stdout = writerFunc(func(p []byte) (int, error) {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		if !wrote {
+			wrote = true
 			o.running++
 			o.most = max(o.most, o.running)
-			o.mu.Unlock()
-		})
+		}
 		return len(p), nil
 	})
-}
-
-// release reports whether a running command may end: when another runs
-// beside it (the overlap the test looks for), or when every command not
-// finished yet besides it waits in admission (so none could run beside
-// it). Neither condition is a time.
-func (o *overlapProbe) release() bool {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.running >= 2 || o.rt.eng.Waiting() == int64(o.total-o.finished-1)
-}
-
-// stdin is one command's stdin: a request, then end of file once release
-// allows.
-func (o *overlapProbe) stdin(line string) io.Reader {
 	sent := false
-	return readerFunc(func(p []byte) (int, error) {
+	stdin = readerFunc(func(p []byte) (int, error) {
 		if !sent {
 			sent = true
 			return copy(p, line), nil
 		}
-		for !o.release() {
+		for !o.release(&wrote) {
 			if o.ctx.Err() != nil {
 				return 0, o.ctx.Err()
 			}
 			time.Sleep(time.Millisecond)
 		}
-		o.mu.Lock()
-		o.running--
-		o.finished++
-		o.mu.Unlock()
 		return 0, io.EOF
 	})
+	return stdin, stdout
+}
+
+// release reports whether a running command may end, and counts it ended
+// if so: once it has written, when another runs beside it (the overlap the
+// test looks for), or when every command not finished yet besides it
+// waits in admission (so none could run beside it). Neither condition is a
+// time.
+func (o *overlapProbe) release(wrote *bool) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !*wrote || (o.running < 2 && o.rt.eng.Waiting() != int64(o.total-o.finished-1)) {
+		return false
+	}
+	o.running--
+	o.finished++
+	return true
 }
 
 type writerFunc func([]byte) (int, error)
@@ -103,7 +106,8 @@ func TestRunCommandTakesItsTurn(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res, err := rt.RunCommand(ctx, "../testdata/packages/cgreet/module.wasm", Command{Stdin: probe.stdin(line), Stdout: probe.stdout()})
+			stdin, stdout := probe.command(line)
+			res, err := rt.RunCommand(ctx, "../testdata/packages/cgreet/module.wasm", Command{Stdin: stdin, Stdout: stdout})
 			if err != nil || res.Crash != nil || res.ExitCode != 0 {
 				t.Errorf("command %d: %+v, %v", i, res, err)
 				return
