@@ -150,7 +150,10 @@ type Structure struct {
 	// of 1,000 results: 16 KB, 10.7 s; a br_table of 16,000 labels to it:
 	// 39 s). About 2.7e-9 s a value.
 	BranchValues int64
-	// Types is the most function types.
+	// Types is the most function types. The compiling Runtime keeps each
+	// distinct one for its life, accepted or not (about 120 bytes a type
+	// and 18 a value: docs/security.md, "Known gaps"), so with TypeValues
+	// this bounds what one upload leaves behind.
 	Types int
 	// TypeArity is the most parameters, and the most results, of one
 	// function type (1,000 in V8 and SpiderMonkey).
@@ -200,9 +203,9 @@ func DefaultStructure() Structure {
 		LocalCost:      1_000_000_000,
 		BrTableCost:    5_000_000_000,
 		BranchValues:   1_000_000,
-		Types:          10_000,
+		Types:          1_000,
 		TypeArity:      1_000,
-		TypeValues:     100_000,
+		TypeValues:     10_000,
 		TableElements:  DefaultTableElements,
 	}
 }
