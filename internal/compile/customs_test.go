@@ -2,6 +2,7 @@ package compile
 
 import (
 	"context"
+	goruntime "runtime"
 	"testing"
 	"time"
 
@@ -52,5 +53,36 @@ func TestCompileKeepsOnlyWellFormedFunctionNames(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// wazero reads no custom section but the name section into memory: with
+// its DWARF reader on (its default) it copied each one and kept it for
+// the compiled module's life.
+func TestCompileReadsNoOtherCustomSection(t *testing.T) {
+	ctx := context.Background()
+	c := newTestCompiler(t)
+	const size = 32 << 20
+	module := wasmbin.AppendCustomSection(wasmtest.Module{}.Bytes(), ".debug_info", make([]byte, size))
+	for name, run := range map[string]func() error{
+		"Validate": func() error { return c.Validate(ctx, module, time.Minute) },
+		"Compile": func() error {
+			compiled, err := c.Compile(ctx, module, time.Minute)
+			if err == nil {
+				compiled.Close(ctx)
+			}
+			return err
+		},
+	} {
+		var before, after goruntime.MemStats
+		goruntime.ReadMemStats(&before)
+		err := run()
+		goruntime.ReadMemStats(&after)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if got := after.TotalAlloc - before.TotalAlloc; got >= size {
+			t.Errorf("%s allocated %d MiB for a module of a 32 MiB custom section: wazero read it", name, got>>20)
+		}
 	}
 }

@@ -125,6 +125,11 @@ func TestEngineNames(t *testing.T) {
 		{"function name repeated", withCustom(base, "name", names(sub(1, cat(u32(2), []byte{0, 1, 'b', 0, 1, 'a'})...))), nil, base},
 		{"function index past the functions", withCustom(base, "name", names(modName, sub(1, cat(u32(1), []byte{2, 1, 'c'})...))), modName, base},
 		{"count bomb", withCustom(base, "name", names(modName, sub(1, u32(0xFFFFFFFF)...))), modName, base},
+		// wazero reads a subsection by its entries, not its size: bytes
+		// after the last entry would be read as the next subsection, here a
+		// local-names count bomb.
+		{"function names with bytes after their last entry", withCustom(base, "name", names(modName, sub(1, cat(u32(1), []byte{0, 1, 'a'}, []byte{2, 5}, u32(0xFFFFFFFF))...))), modName, base},
+		{"module name with bytes after it", withCustom(base, "name", names(sub(0, cat([]byte{1, 'm'}, []byte{2, 5}, u32(0xFFFFFFFF))...), funcNames)), funcNames, base},
 		{"module name malformed", withCustom(base, "name", names(sub(0, 5, 'm'), funcNames)), funcNames, base},
 		{"other custom sections kept", withCustom(withCustom(producers, "name", names(sub(2, 0))), ".debug_info", []byte{1, 2, 3}), nil, withCustom(producers, ".debug_info", []byte{1, 2, 3})},
 		{"only the first name section", withCustom(withCustom(base, "name", names(modName)), "name", names(funcNames)), names(modName), base},
