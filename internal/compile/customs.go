@@ -19,8 +19,8 @@ import (
 // module (Compile) at upload, for `run` and for Runtime.Open of a stored
 // artifact, vouched for or not. internal/modcheck refuses a malformed name
 // section earlier on the paths that check a module; this is the line that
-// holds on the others (docs/RATIONALE.md, "Why does wazero see only a
-// module's function names?").
+// holds on the others (docs/RATIONALE.md, "Why does wazero see no local
+// names, and how is a bad name section refused?").
 func engineBytes(module []byte) ([]byte, error) {
 	out, err := wasmbin.EngineNames(module)
 	if err != nil {

@@ -116,10 +116,11 @@ func skipIndirectNameMap(r *reader) error {
 }
 
 // EngineNames returns module as an engine should be given it: its name
-// section reduced to the module name and the function names, the latter
-// kept only when they are well formed, name functions the module has and
-// are in increasing order of function index (as the spec requires); a
-// second name section dropped; everything else as it is. The result is
+// section without its local names, and with its module name and function
+// names only when they are well formed (the function names also only
+// when they name functions the module has in increasing order of function
+// index, as the spec requires); a second name section dropped;
+// everything else as it is. The result is
 // module itself when nothing needs changing (a toolchain's name section
 // of function names: the Go SDK module's 436 KB one), so the compilation
 // cache's key for it stays the module's. A module whose sections do not
@@ -199,12 +200,16 @@ func functionCount(secs []Section) uint64 {
 	return n
 }
 
-// engineNameContent is EngineNames' name section content: the module
-// name and the function names of content, each kept only when well
-// formed (function names also only in increasing index order below
-// functions). It is nil when nothing is kept.
+// engineNameContent is EngineNames' name section content: the
+// subsections of content in their order, but the local names (dropped),
+// and the module name and function names only when well formed (the
+// function names also only in increasing index order below functions;
+// of each, the first). Subsections the engine skips by their size are
+// kept, so that a toolchain's section (Rust's names its globals and data
+// too) comes back whole. It is nil when nothing is kept.
 func engineNameContent(content []byte, base int, functions uint64) []byte {
-	var module, funcs []byte
+	out := make([]byte, 0, len(content))
+	var haveModule, haveFuncs bool
 	r := &reader{b: content, base: base}
 	for r.remaining() > 0 {
 		start := r.pos
@@ -217,24 +222,28 @@ func engineNameContent(content []byte, base int, functions uint64) []byte {
 		if int(size) < 0 || err != nil {
 			break
 		}
-		whole := content[start:r.pos]
 		sr := &reader{b: body}
-		switch {
-		case id == nameModule && module == nil:
-			if skipNameBytes(sr, "module name") == nil && sr.remaining() == 0 {
-				module = whole
-			}
-		case id == nameFunctions && funcs == nil:
-			if ascendingNames(sr, functions) && sr.remaining() == 0 {
-				funcs = whole
-			}
+		keep := false
+		switch id {
+		case nameModule:
+			keep = !haveModule && skipNameBytes(sr, "module name") == nil && sr.remaining() == 0
+			haveModule = haveModule || keep
+		case nameFunctions:
+			keep = !haveFuncs && ascendingNames(sr, functions) && sr.remaining() == 0
+			haveFuncs = haveFuncs || keep
+		case nameLocals:
+			// Nothing in the runtime reads them.
+		default:
+			keep = true // the engine skips it by its size
+		}
+		if keep {
+			out = append(out, content[start:r.pos]...)
 		}
 	}
-	if module == nil && funcs == nil {
+	if len(out) == 0 {
 		return nil
 	}
-	out := make([]byte, 0, len(module)+len(funcs))
-	return append(append(out, module...), funcs...)
+	return out
 }
 
 // ascendingNames reads a name map and reports whether it is well formed

@@ -97,10 +97,10 @@ func TestCheckNameSectionOnTheFixtures(t *testing.T) {
 	}
 }
 
-// EngineNames keeps of the name section only the module name and the
-// function names, and those only when they are well formed, increasing
-// and name functions that exist; every other section is the module's own
-// bytes, in order.
+// EngineNames drops the name section's local names, and keeps its module
+// name and function names only when they are well formed (increasing and
+// naming functions that exist); every other subsection and section is the
+// module's own bytes, in order.
 func TestEngineNames(t *testing.T) {
 	base := wasmtest.Module{Bodies: [][]byte{nil, nil}}.Bytes() // 2 functions
 	u32 := func(v uint32) []byte { return wasmbin.AppendU32(nil, v) }
@@ -120,7 +120,8 @@ func TestEngineNames(t *testing.T) {
 		{"no custom sections", base, nil, base},
 		{"module and function names kept", withCustom(base, "name", names(modName, funcNames)), names(modName, funcNames), base},
 		{"local names dropped", withCustom(base, "name", names(modName, funcNames, sub(2, 0))), names(modName, funcNames), base},
-		{"unknown subsections dropped", withCustom(base, "name", names(sub(4, 0), funcNames, sub(7, 1, 2))), funcNames, base},
+		{"subsections wazero skips kept", withCustom(base, "name", names(sub(4, 0), funcNames, sub(7, 1, 2))), names(sub(4, 0), funcNames, sub(7, 1, 2)), base},
+		{"the first module name and function names", withCustom(base, "name", names(funcNames, modName, sub(1, 0), sub(0, 1, 'n'))), names(funcNames, modName), base},
 		{"function names not increasing", withCustom(base, "name", names(modName, sub(1, cat(u32(2), []byte{1, 1, 'b', 0, 1, 'a'})...))), modName, base},
 		{"function name repeated", withCustom(base, "name", names(sub(1, cat(u32(2), []byte{0, 1, 'b', 0, 1, 'a'})...))), nil, base},
 		{"function index past the functions", withCustom(base, "name", names(modName, sub(1, cat(u32(1), []byte{2, 1, 'c'})...))), modName, base},
@@ -171,7 +172,7 @@ func TestEngineNames(t *testing.T) {
 // EngineNames, and the compilation cache's key is the bytes' hash.
 func TestEngineNamesCopiesOnlyWhenItMust(t *testing.T) {
 	base := wasmtest.Module{}.Bytes()
-	named := wasmbin.AppendCustomSection(append([]byte(nil), base...), "name", sub(1, 1, 0, 1, 'a'))
+	named := wasmbin.AppendCustomSection(append([]byte(nil), base...), "name", names(sub(1, 1, 0, 1, 'a'), sub(7, 0)))
 	other := wasmbin.AppendCustomSection(append([]byte(nil), named...), "producers", []byte{0})
 	for _, m := range [][]byte{base, named, other} {
 		got, err := wasmbin.EngineNames(m)

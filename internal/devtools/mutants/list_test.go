@@ -195,7 +195,7 @@ var list = []mutant{
 	{id: "names/check-trailing-bytes-allowed", file: "internal/wasmbin/customs.go",
 		from: `		if sr.remaining() != 0 {`, to: `		if false {`},
 	{id: "names/engine-trailing-bytes-kept", file: "internal/wasmbin/customs.go",
-		from: `if ascendingNames(sr, functions) && sr.remaining() == 0 {`, to: `if ascendingNames(sr, functions) {`},
+		from: `ascendingNames(sr, functions) && sr.remaining() == 0`, to: `ascendingNames(sr, functions)`},
 	{id: "names/engine-repeated-index-kept", file: "internal/wasmbin/customs.go",
 		from: `if err != nil || uint64(idx) < next || uint64(idx) >= limit {`, to: `if err != nil || uint64(idx)+1 < next || uint64(idx) >= limit {`},
 	{id: "names/engine-index-one-past", file: "internal/wasmbin/customs.go",
