@@ -2,6 +2,8 @@ package runtime
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"os"
 	"path/filepath"
@@ -96,5 +98,33 @@ func BenchmarkValidateNameCountBomb(b *testing.B) {
 		if _, err := rt.Validate(context.Background(), path); err == nil {
 			b.Fatal("the count bomb passed")
 		}
+	}
+}
+
+// An artifact store changed to name the 64-byte module (its hash in
+// artifact.json, the module in the package) is opened as one this host
+// does not vouch for: metered again after the structural checks, which
+// refuse its name section before wazero sees it.
+func TestOpenRefusesAStoreNamingTheCountBomb(t *testing.T) {
+	ctx := context.Background()
+	rt := newRuntime(t, nil)
+	pkg := load(t, rt, makePackage(t, "../testdata/packages/cgreet/module.wasm", nil))
+	store := t.TempDir()
+	if err := pkg.Artifact().Save(store); err != nil {
+		t.Fatal(err)
+	}
+	bomb := wasmtest.NameCountBomb()
+	sum := sha256.Sum256(bomb)
+	editArtifact(t, store, "moduleSha256", hex.EncodeToString(sum[:]))
+	a, err := ReadArtifact(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := rt.Open(ctx, a, makePackage(t, writeModule(t, bomb), nil))
+	if err == nil {
+		p.Close(ctx)
+	}
+	if err == nil || !strings.Contains(err.Error(), "name section is malformed") {
+		t.Fatalf("Open: %v; want the name section refused", err)
 	}
 }
