@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/subako/subako-runner/internal/wasmbin"
+	"github.com/subako/subako-runner/limits"
 	"github.com/subako/subako-runner/protocol"
 	srt "github.com/subako/subako-runner/runtime"
 )
@@ -55,11 +56,20 @@ func (r *run) discoveryFailed(rej *srt.RejectedError) {
 	r.skipRest("skipped: discovery failed (see discovery.ok)")
 }
 
+// rejections lists the host's rejections one a line, each after the
+// upload stage that found it (srt.RejectionCodes).
 func rejections(list []srt.Rejection) string {
+	stage := map[string]srt.Stage{}
+	for _, c := range srt.RejectionCodes(limits.Default()) {
+		stage[c.Code] = c.Stage
+	}
 	var b strings.Builder
 	for i, rej := range list {
 		if i > 0 {
 			b.WriteByte('\n')
+		}
+		if s, ok := stage[rej.Code]; ok {
+			fmt.Fprintf(&b, "%s, ", s)
 		}
 		fmt.Fprintf(&b, "%s: %s", rej.Code, rej.Message)
 	}
