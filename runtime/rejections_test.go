@@ -23,7 +23,7 @@ const callRefusalDoc = "Call refusal codes"
 // (other than the call refusals) is missing from RejectionCodes, or the
 // table lists a code twice or one no constant has.
 func TestRejectionCodesAreComplete(t *testing.T) {
-	consts := rejectionConstants(t)
+	consts := constantsNamed(t, "Code", callRefusalDoc)
 	if len(consts) < 20 {
 		t.Fatalf("found only %d Code constants: %v", len(consts), consts)
 	}
@@ -48,10 +48,11 @@ func TestRejectionCodesAreComplete(t *testing.T) {
 	}
 }
 
-// rejectionConstants reads this package's sources for every constant named
-// Code… outside the call-refusal block, and resolves its value: a string
-// literal, or a constant of another package of this module (modcheck.CodeX).
-func rejectionConstants(t *testing.T) map[string]string {
+// constantsNamed reads this package's sources for every constant whose
+// name begins with prefix, outside a block whose doc begins with skipDoc,
+// and resolves its value: a string literal, or a constant of another
+// package of this module (modcheck.CodeX).
+func constantsNamed(t *testing.T, prefix, skipDoc string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	for _, f := range parseDir(t, ".") {
@@ -66,13 +67,13 @@ func rejectionConstants(t *testing.T) map[string]string {
 		}
 		for _, d := range f.Decls {
 			g, ok := d.(*ast.GenDecl)
-			if !ok || g.Tok != token.CONST || strings.HasPrefix(g.Doc.Text(), callRefusalDoc) {
+			if !ok || g.Tok != token.CONST || skipDoc != "" && strings.HasPrefix(g.Doc.Text(), skipDoc) {
 				continue
 			}
 			for _, spec := range g.Specs {
 				vs := spec.(*ast.ValueSpec)
 				for i, n := range vs.Names {
-					if !strings.HasPrefix(n.Name, "Code") || i >= len(vs.Values) {
+					if !strings.HasPrefix(n.Name, prefix) || i >= len(vs.Values) {
 						continue
 					}
 					out[n.Name] = constValue(t, vs.Values[i], imports)
@@ -240,4 +241,39 @@ func ExampleCheckStatuses() {
 	// table_too_large  module checks fail
 	// compile_timeout  compile       not_run
 	// no_tools         tool list     not_run
+}
+
+// TestCrashReasonsDocumented keeps docs/abi.md §6 one fact with the Crash
+// constants: its table has a row for each reason and no other, and the
+// stderr tail it names is limits.StderrTail.
+func TestCrashReasonsDocumented(t *testing.T) {
+	b, err := os.ReadFile("../docs/abi.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(b), "\n## 6. Crash rules\n")
+	if !ok {
+		t.Fatal("docs/abi.md has no \"## 6. Crash rules\"")
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	var documented []string
+	for _, line := range strings.Split(section, "\n") {
+		if code, ok := strings.CutPrefix(line, "| `"); ok {
+			code, _, _ = strings.Cut(code, "`")
+			documented = append(documented, code)
+		}
+	}
+	var reasons []string
+	for _, v := range constantsNamed(t, "Crash", "") {
+		reasons = append(reasons, v)
+	}
+	slices.Sort(documented)
+	slices.Sort(reasons)
+	if !slices.Equal(documented, reasons) {
+		t.Errorf("docs/abi.md §6 lists %v, the Crash constants are %v", documented, reasons)
+	}
+	tail := "the last " + limits.HumanSize(int64(limits.Default().StderrTail)) + " of stderr"
+	if !strings.Contains(section, tail) {
+		t.Errorf("docs/abi.md §6 does not say %q (limits.Default().StderrTail)", tail)
+	}
 }

@@ -75,8 +75,6 @@ var list = []mutant{
 		from: `	for _, a := range addrs {
 		if e := c.policy.checkDestination(a); e != nil {`, to: `	for _, a := range addrs[:1] {
 		if e := c.policy.checkDestination(a); e != nil {`},
-	{id: "redirect/credential-any-scheme", file: "hostmod/subakohttp/redirect.go",
-		from: `cur.Scheme == originScheme && resolveKey(host, port) == origin`, to: `originScheme != "" && resolveKey(host, port) == origin`},
 	{id: "redirect/one-more-hop", file: "hostmod/subakohttp/redirect.go",
 		from: `if hop+1 > c.cfg.Limits.HTTPRedirects {`, to: `if hop > c.cfg.Limits.HTTPRedirects {`},
 	{id: "classify/budget-unchecked", file: "hostmod/subakohttp/classify.go",
