@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/subako/subako-runner/internal/wasmbin"
 	"github.com/subako/subako-runner/limits"
 	"github.com/subako/subako-runner/protocol"
 	srt "github.com/subako/subako-runner/runtime"
@@ -76,13 +75,9 @@ func rejections(list []srt.Rejection) string {
 	return b.String()
 }
 
-func (r *run) readImports(module []byte) {
+func (r *run) readImports(checked *srt.Checked) {
 	r.imports = map[string]bool{}
-	m, err := wasmbin.Decode(module)
-	if err != nil {
-		return // the upload checks passed, so this does not happen
-	}
-	for _, im := range m.Imports {
+	for _, im := range checked.Imports() {
 		r.imports[im.Module+"."+im.Name] = true
 	}
 }

@@ -8,7 +8,9 @@
 // lowers a single function (what that saves is measured in
 // docs/RATIONALE.md, "Why two lines for the time limit…").
 // It does so on a wazero runtime made for the one module and closed after,
-// so that nothing of an upload stays behind.
+// so that nothing of an upload stays behind. Both are wazero's internal
+// order, not its API: TestWazeroVersionIsTheOneValidated fails when go.mod
+// moves to another wazero, and says what to re-check.
 //
 // It is a package of its own because both the upload (internal/compile)
 // and the compile-cost sweep (internal/modcheck's tests) must validate
