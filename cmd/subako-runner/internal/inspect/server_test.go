@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/subako/subako-runner/internal/devtools/testguest"
+	"github.com/subako/subako-runner/internal/wasmbin"
+	"github.com/subako/subako-runner/internal/wasmbin/wasmtest"
 	"github.com/subako/subako-runner/limits"
 	"github.com/subako/subako-runner/runtime"
 )
@@ -220,6 +222,52 @@ func TestJudgeUploadEveryCode(t *testing.T) {
 					}
 				case codes[i].Stage >= stops && row.Status != "not_run":
 					t.Errorf("%s (%v) is %q after %s (%v), want not_run", row.Code, codes[i].Stage, row.Status, code.Code, code.Stage)
+				}
+			}
+		})
+	}
+}
+
+// TestPackageReportStructuralRejections loads real packages refused by
+// the structural checks: the page shows the failed row, the module checks
+// that ran as passed, and compilation and discovery as not run.
+func TestPackageReportStructuralRejections(t *testing.T) {
+	manyFuncs := make([][]byte, limits.DefaultStructure().Functions+1)
+	for i := range manyFuncs {
+		manyFuncs[i] = []byte{}
+	}
+	for _, tt := range []struct {
+		code   string
+		module []byte
+	}{
+		{runtime.CodeTableTooLarge, wasmtest.Module{Tables: [][]byte{append([]byte{0x70, 0x00}, wasmbin.AppendU32(nil, 1<<30)...)}}.Bytes()},
+		{runtime.CodeModuleTooComplex, wasmtest.Module{Bodies: manyFuncs}.Bytes()},
+	} {
+		t.Run(tt.code, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, "module.wasm"), tt.module, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "subako-package.json"), []byte(`{"abi":1,"name":"t","version":"1"}`), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			srv, hs := newServer(t, dir)
+			var rep packageReport
+			do(t, hs, srv.Token(), "GET", "/api/package", nil, &rep)
+			status := map[string]string{}
+			for _, c := range rep.Upload {
+				status[c.Code] = c.Status
+			}
+			want := map[string]string{
+				tt.code: "fail", runtime.CodeBadManifest: "pass",
+				runtime.CodeCompileTimeout: "not_run", runtime.CodeDiscoveryFailed: "not_run", runtime.CodeNoTools: "not_run",
+			}
+			if tt.code == runtime.CodeTableTooLarge {
+				want[runtime.CodeMissingStart] = "pass" // the module decoded: every module check ran
+			}
+			for code, st := range want {
+				if status[code] != st {
+					t.Errorf("%s: %q, want %q (all: %v)", code, status[code], st, status)
 				}
 			}
 		})
