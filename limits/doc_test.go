@@ -85,6 +85,24 @@ func TestDocumentedDefaults(t *testing.T) {
 		}
 	}
 
+	// The same defaults where abi.md's other sections name them.
+	flat := strings.Join(strings.Fields(abi), " ")
+	for _, want := range []string{
+		"its last " + HumanSize(int64(d.StderrTail)) + " go into crash reports",
+		"must then exit with code 0 within " + secs(d.ExitTimeout),
+		fmt.Sprintf("at most %d pages", d.MaxPages),
+		fmt.Sprintf("the %dth page still has a `nextCursor`", d.MaxPages),
+		"more than " + thousands(d.MaxTools) + " tools",
+		"has " + secs(d.DiscoveryTimeout) + ".",
+		"over the module size limit (" + HumanSize(d.ModuleSize) + ")",
+		"above the memory limit (" + HumanSize(d.Memory) + ")",
+		"the compile timeout (" + secs(d.CompileTimeout) + ")",
+	} {
+		if !strings.Contains(flat, want) {
+			t.Errorf("docs/abi.md does not say %q (limits.Default)", want)
+		}
+	}
+
 	cli := readDoc(t, "cli.md")
 	i := strings.Index(cli, "The other limits of ABI 1 (")
 	if i < 0 {
