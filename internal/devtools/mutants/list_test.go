@@ -69,6 +69,16 @@ var list = []mutant{
 		from: `	return len(ps) >= len(domain)
 }`, to: `	return len(ps) > len(domain)
 }`},
+	// subako_http: a request's hops (redirect.go), its dial (dial.go) and
+	// its file output (classify.go).
+	{id: "dial/first-answer-only", file: "hostmod/subakohttp/dial.go",
+		from: `	for _, a := range addrs {
+		if e := c.policy.checkDestination(a); e != nil {`, to: `	for _, a := range addrs[:1] {
+		if e := c.policy.checkDestination(a); e != nil {`},
+	{id: "redirect/one-more-hop", file: "hostmod/subakohttp/redirect.go",
+		from: `if hop+1 > c.cfg.Limits.HTTPRedirects {`, to: `if hop > c.cfg.Limits.HTTPRedirects {`},
+	{id: "classify/budget-unchecked", file: "hostmod/subakohttp/classify.go",
+		from: `b != nil && !b.Reserve(int64(n))`, to: `b != nil && !b.Reserve(int64(n)) && false`},
 
 	// The write budget (limits/budget.go).
 	{id: "budget/one-byte-free", file: "limits/budget.go",
