@@ -1,0 +1,57 @@
+package wasi
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+// chainDepth is the red team's chain: the deepest a link's target
+// (fsmount.PathMax-1 bytes of "d/d/…") reaches.
+const chainDepth = 2040
+
+// deepChain makes, in the directory mount, the chain d/d/…/d of depth
+// directories with a directory x at its bottom, and the link L to the
+// bottom, as a guest can over a few calls.
+func deepChain(t testing.TB, mount string, depth int) {
+	t.Helper()
+	r, err := os.OpenRoot(mount)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range depth {
+		if err := r.Mkdir("d", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		sub, err := r.OpenRoot("d")
+		r.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r = sub
+	}
+	defer r.Close()
+	if err := r.Mkdir("x", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(strings.Repeat("d/", depth-1)+"d", mount+"/L"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// chainAttack is the path of the repro: L/x/../x/../… as long as a path
+// may be. Every ".." made os.Root walk the whole chain again.
+func chainAttack() string {
+	return "L" + strings.Repeat("/x/..", (4095-1)/5)
+}
+
+// BenchmarkChainAttack is the red team's repro: one path_filestat_get of
+// chainAttack beneath a 2,040-deep chain.
+func BenchmarkChainAttack(b *testing.B) {
+	h := newHostBench(b)
+	deepChain(b, h.in.cfg.Mounts.Mounts()[0].Host, chainDepth)
+	pp, pl := h.str(0, chainAttack())
+	for b.Loop() {
+		h.call(h.ctx, pathFilestatGet, 3, 1, pp, pl, 100)
+	}
+}
