@@ -165,6 +165,9 @@ func (in *Instance) makeSymlink(ctx context.Context, dir *fdEntry, root *os.Root
 			return errnoNotcapable
 		}
 	}
+	if in.beforeLinkAct != nil {
+		in.beforeLinkAct()
+	}
 	if !in.reserveEntry(len(target)) {
 		return errnoDquot
 	}
@@ -211,6 +214,9 @@ func (in *Instance) move(ctx context.Context, fd uint32, root *os.Root, oldName,
 		if errno := in.checkMove(ctx, e.mount, from, to, info, rename); errno != errnoSuccess {
 			return errno
 		}
+	}
+	if in.beforeLinkAct != nil {
+		in.beforeLinkAct()
 	}
 	if rename {
 		return errnoOf(renameAt(root, from, to))

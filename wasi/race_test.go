@@ -79,3 +79,56 @@ func TestLinkAndMoveRaceAcrossCalls(t *testing.T) {
 	}
 	t.Logf("%d rounds: %d links made, %d moves", rounds, made.Load(), renamed.Load())
 }
+
+// TestLinksAreMadeWhereTheyWereJudged: between a link's check and its
+// making (or a move's), another call replaces the link p (to a/b, two
+// levels down) that the path goes through by a real directory p, one
+// level down, with no move and so no lock. The act must happen in the
+// directory the check judged, a/b, never in the new p.
+func TestLinksAreMadeWhereTheyWereJudged(t *testing.T) {
+	h, mount := linkBench(t, nil)
+	for _, d := range []string{"a", "a/b", "a/c"} {
+		if e := h.mkdir(3, d); e != errnoSuccess {
+			t.Fatal(e)
+		}
+	}
+	swap := func() {
+		if err := os.Remove(filepath.Join(mount, "p")); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Mkdir(filepath.Join(mount, "p"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reset := func() {
+		os.Remove(filepath.Join(mount, "p"))
+		if err := os.Symlink("a/b", filepath.Join(mount, "p")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer func() { h.in.beforeLinkAct = nil }()
+
+	reset()
+	h.in.beforeLinkAct = swap
+	if e := h.symlink("../../x", 3, "p/l"); e != errnoSuccess {
+		t.Fatalf("making p/l: errno %d", e)
+	}
+	if _, err := os.Lstat(filepath.Join(mount, "a", "b", "l")); err != nil {
+		t.Errorf("the link is not in a/b, where it was judged: %v", err)
+	}
+	h.in.beforeLinkAct = nil
+	os.Remove(filepath.Join(mount, "p"))
+	assertConfined(t, mount)
+
+	reset()
+	h.in.beforeLinkAct = swap
+	if e := h.rename(3, "a/b/l", 3, "p/m"); e != errnoSuccess {
+		t.Fatalf("moving a/b/l to p/m: errno %d", e)
+	}
+	if _, err := os.Lstat(filepath.Join(mount, "a", "b", "m")); err != nil {
+		t.Errorf("the moved link is not in a/b, where it was judged: %v", err)
+	}
+	h.in.beforeLinkAct = nil
+	os.Remove(filepath.Join(mount, "p"))
+	assertConfined(t, mount)
+}
