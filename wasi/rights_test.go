@@ -1,14 +1,11 @@
 package wasi
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/subako/subako-runner/fsmount"
-	"github.com/subako/subako-runner/limits"
-	"github.com/tetratelabs/wazero"
 )
 
 // TestReadOnlyMountRefusesEveryWritingOpen: on a read-only mount path_open
@@ -22,17 +19,7 @@ func TestReadOnlyMountRefusesEveryWritingOpen(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "module.wasm"), []byte(content), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	set, err := fsmount.Open([]fsmount.Mount{{Guest: fsmount.GuestPackage, Host: dir, ReadOnly: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { set.Close() })
-	ctx := context.Background()
-	h := &hostBench{t: t, ctx: ctx, r: wazero.NewRuntime(ctx)}
-	t.Cleanup(func() { h.r.Close(ctx) })
-	h.in = NewInstance(Config{Stdin: NewStdin(), Mounts: set, Budget: limits.NewCallBudget(limits.Default())})
-	t.Cleanup(func() { h.in.Close() })
-	h.fresh()
+	h := benchWith(t, []fsmount.Mount{{Guest: fsmount.GuestPackage, Host: dir, ReadOnly: true}}, nil)
 
 	open := func(name string, oflags uint16, rights uint64, fdflags uint16) errnum {
 		p, n := h.str(0, name)

@@ -35,7 +35,13 @@ func linkBench(t *testing.T, budget *limits.WriteBudget) (*hostBench, string) {
 // them on one directory are two calls sharing a volume.
 func benchOn(t *testing.T, mount string, budget *limits.WriteBudget) *hostBench {
 	t.Helper()
-	set, err := fsmount.Open([]fsmount.Mount{{Guest: "/volume/tmp", Host: mount}})
+	return benchWith(t, []fsmount.Mount{{Guest: "/volume/tmp", Host: mount}}, budget)
+}
+
+// benchWith is a host bench whose preopens are mounts.
+func benchWith(t *testing.T, mounts []fsmount.Mount, budget *limits.WriteBudget) *hostBench {
+	t.Helper()
+	set, err := fsmount.Open(mounts)
 	if err != nil {
 		t.Fatal(err)
 	}
