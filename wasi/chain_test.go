@@ -1,9 +1,16 @@
 package wasi
 
 import (
+	"context"
+	"errors"
 	"os"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/subako/subako-runner/fsmount"
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/sys"
 )
 
 // chainDepth is the red team's chain: the deepest a link's target
@@ -54,4 +61,49 @@ func BenchmarkChainAttack(b *testing.B) {
 	for b.Loop() {
 		h.call(h.ctx, pathFilestatGet, 3, 1, pp, pl, 100)
 	}
+}
+
+// TestChainGuestEndsAtItsDeadline runs the whole repro as a guest
+// (testdata/wasi/wat/chain_stat.wat: path_filestat_get of chainAttack in
+// an endless loop, beneath the chain) in plain wazero, where nothing but
+// the host function can stop it: the instance must end with the
+// deadline's exit code. Before, it never ended.
+func TestChainGuestEndsAtItsDeadline(t *testing.T) {
+	bin, err := os.ReadFile("../testdata/wasi/wat/chain_stat.wasm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mount := t.TempDir()
+	deepChain(t, mount, chainDepth)
+	set, err := fsmount.Open([]fsmount.Mount{{Guest: fsmount.GuestTmp, Host: mount}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close()
+	ctx := context.Background()
+	r := wazero.NewRuntime(ctx)
+	defer r.Close(ctx)
+	if _, err := Instantiate(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	compiled, err := r.CompileModule(ctx, bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := NewInstance(Config{Mounts: set})
+	defer in.Close()
+	// Any deadline would do; the assertion is on how the run ended.
+	const timeout = 500 * time.Millisecond
+	dctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	start := time.Now()
+	mod, runErr := r.InstantiateModule(WithInstance(dctx, in), compiled, wazero.NewModuleConfig().WithName(""))
+	if mod != nil {
+		mod.Close(ctx)
+	}
+	var exit *sys.ExitError
+	if !errors.As(runErr, &exit) || exit.ExitCode() != sys.ExitCodeDeadlineExceeded {
+		t.Fatalf("the guest ended with %v, want the deadline's exit code", runErr)
+	}
+	t.Logf("ended %v after a deadline of %v", time.Since(start)-timeout, timeout)
 }
