@@ -136,6 +136,31 @@ var list = []mutant{
 		from: `	if n > maxIovecs {`, to: `	if n > maxIovecs+1 {`},
 	{id: "wasi/subscriptions-one-more", file: "wasi/poll.go",
 		from: `	if n == 0 || n > maxSubscriptions {`, to: `	if n == 0 || n > maxSubscriptions+1 {`},
+	// WASI: rights and read-only mounts in path_open (path.go).
+	{id: "wasi/readonly-trunc-allowed", file: "wasi/path.go",
+		from: `	if dir.readOnly && (write || creat || trunc || `, to: `	if dir.readOnly && (write || creat || `},
+	{id: "wasi/readonly-creat-allowed", file: "wasi/path.go",
+		from: `	if dir.readOnly && (write || creat || trunc || `, to: `	if dir.readOnly && (write || trunc || `},
+	{id: "wasi/rights-not-narrowed", file: "wasi/path.go",
+		from: `	base, inherit := p[5]&dir.inherit, p[6]&dir.inherit`, to: `	base, inherit := p[5], p[6]&dir.inherit`},
+	{id: "wasi/inheriting-not-narrowed", file: "wasi/path.go",
+		from: `	base, inherit := p[5]&dir.inherit, p[6]&dir.inherit`, to: `	base, inherit := p[5]&dir.inherit, p[6]`},
+	// WASI: work the guest sizes, bounded (resolve.go, module.go).
+	{id: "wasi/resolve-steps-unbounded", file: "wasi/resolve.go",
+		from: `	case r.steps > maxResolveSteps:`, to: `	case r.steps > 1<<30:`},
+	{id: "wasi/resolve-dotdot-walks-again", file: "wasi/resolve.go",
+		from: `const resolveWindow = 32`, to: `const resolveWindow = 1`},
+	{id: "wasi/resolve-context-unseen", file: "wasi/resolve.go",
+		from: `r.steps%resolveCheckEvery == 0 && r.ctx.Err() != nil`, to: `r.steps%resolveCheckEvery == 0 && false`},
+	{id: "wasi/deadline-unchecked-at-entry", file: "wasi/module.go",
+		from: `		checkContext(ctx, mod)
+		errno := fn(ctx, in, mod, p)`, to: `		errno := fn(ctx, in, mod, p)`},
+	{id: "wasi/intr-reaches-guest", file: "wasi/module.go",
+		from: `		if errno == errnoIntr {`, to: `		if false {`},
+	{id: "links/lock-dropped", file: "wasi/links.go",
+		from: `	release, err := in.cfg.Mounts.Lock(ctx, mount)`, to: `	release, err := func() {}, error(nil)`},
+	{id: "links/symlink-resolved-twice", file: "wasi/links.go",
+		from: `	err := at.dir.Symlink(target, at.base)`, to: `	err := root.Symlink(target, name)`},
 	// WASI: link rules (links.go).
 	{id: "links/dotdot-after-name", file: "wasi/links.go",
 		from: `			if named {`, to: `			if false && named {`},
@@ -149,6 +174,8 @@ var list = []mutant{
 		from: `		if newDepth >= oldDepth {`, to: `		if newDepth+1 >= oldDepth {`},
 
 	// Mount prefixes (fsmount).
+	{id: "fsmount/lock-shared", file: "fsmount/lock_unix.go",
+		from: `syscall.LOCK_EX|syscall.LOCK_NB`, to: `syscall.LOCK_SH|syscall.LOCK_NB`},
 	{id: "fsmount/prefix-without-slash", file: "fsmount/fsmount.go",
 		from: `		case strings.HasPrefix(guestPath, m.Guest+"/"):`, to: `		case strings.HasPrefix(guestPath, m.Guest):`},
 	{id: "fsmount/first-not-longest", file: "fsmount/fsmount.go",
