@@ -432,8 +432,8 @@ func (fr *funcRewriter) body(code *wasmbin.Code) ([]byte, error) {
 			fr.copy(expr)
 			dead, fr.deadDepth = true, len(fr.ctrl)
 		case wasmbin.OpReturnCall:
-			if in.Index < fr.rw.nImpFuncs {
-				fr.spend(ImportCallCost)
+			if fr.reachesHost(in) {
+				fr.hostCall()
 			}
 			fr.regionAdd(fr.rw.unchecked(in.Index))
 			fr.cost += fr.rw.leafCostOf(in.Index)
@@ -444,6 +444,9 @@ func (fr *funcRewriter) body(code *wasmbin.Code) ([]byte, error) {
 			wasmbin.OpReturnCallIndirect, wasmbin.OpReturnCallRef,
 			wasmbin.OpThrow, wasmbin.OpRethrow, wasmbin.OpThrowRef:
 			if in.Op == wasmbin.OpReturnCallIndirect || in.Op == wasmbin.OpReturnCallRef {
+				if fr.reachesHost(in) {
+					fr.hostCall()
+				}
 				fr.regionAdd(fr.rw.maxUnchecked)
 				fr.cost += fr.rw.callees(in.Index).leafCost
 			}
@@ -455,10 +458,10 @@ func (fr *funcRewriter) body(code *wasmbin.Code) ([]byte, error) {
 			// charge (the tick's region has its size already, as that of
 			// any callee that does not check on entry).
 			charges := true
+			if fr.reachesHost(in) {
+				fr.hostCall() // hostcall.go
+			}
 			if in.Op == wasmbin.OpCall {
-				if in.Index < fr.rw.nImpFuncs {
-					fr.spend(ImportCallCost)
-				}
 				fr.regionAdd(fr.rw.unchecked(in.Index))
 				leaf := fr.rw.leafCostOf(in.Index)
 				fr.cost += leaf

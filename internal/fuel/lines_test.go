@@ -283,7 +283,7 @@ func TestSlicesStayBounded(t *testing.T) {
 	m := NewMeter(0)
 	counter := int64(0)
 	for range 200 { // every slice spent at once: the adaptation doubles
-		next, ok := m.refill(counter - 1<<40)
+		next, ok := m.refill(counter-1<<40, false)
 		if !ok {
 			t.Fatal("refused")
 		}

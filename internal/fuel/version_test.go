@@ -53,6 +53,11 @@ var meteringHistory = map[int]string{
 	// local), checked together; a call whose return can run long before
 	// the next check gets a check after it (tail.go).
 	7: "f66c92c3d811c00814f2fdf953d0f7dd4921a4c387916ecd0370b087dd92d2e4",
+	// 8: a call_indirect, return_call_indirect, call_ref or
+	// return_call_ref of a type an import the module can reference has
+	// pays ImportCallCost; every call site that may reach the host is
+	// preceded by a check and leaves the tick at -1 (hostcall.go).
+	8: "20a2d1b17bd8f5352a758cd85a8a41a537941dfbb52d392146da2820c1488dd0",
 }
 
 // TestMeteringVersionPinsOutput fails when Instrument's output changes
