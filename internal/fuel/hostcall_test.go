@@ -107,15 +107,16 @@ func runCommand(t *testing.T, ctx context.Context, r wazero.Runtime, cm wazero.C
 // the context is cancelled by the host call itself, as a slow host call
 // outlives a deadline), the guest makes no further host call: every host
 // call leaves the meter's tick negative, so the next check, which comes
-// before the next host call in each of these loops (a loop header, or the
-// entry of the function that makes the call), goes back to Go and sees
-// the context. Before, a guest made about a slice's worth of host calls
+// before the next host call (the one each host call site has), goes back
+// to Go and sees the context. "pairs" makes two host calls with nothing
+// between them but that check. Before, a guest made about a slice's worth of host calls
 // after the deadline (2^20 / ImportCallCost by direct calls, unbounded
 // through a table), each of which may take long.
 func TestNoHostCallAfterTheDeadline(t *testing.T) {
 	for _, tt := range []struct{ fixture, fn string }{
 		{"hostcalls.wasm", "direct"},
 		{"hostcalls.wasm", "indirect"},
+		{"hostcalls.wasm", "pairs"},
 		{"hosttail.wasm", "tail"},
 		{"hostloop.wasm", "_start"},
 	} {

@@ -175,4 +175,23 @@ var list = []mutant{
 		from: `return uint64(counter)<<tickShift<<32 | uint64(uint32(counter))`, to: `return 0x7fffffff<<32 | uint64(uint32(counter))`},
 	{id: "fuel/body-bound-off-by-one", file: "internal/fuel/code.go",
 		from: `	if len(code.Expr) > maxBodyBytes {`, to: `	if len(code.Expr) > maxBodyBytes+1 {`},
+	// Host calls and the tick's grant (hostcall.go, leaf.go, meter.go),
+	// bulk instructions as leaves, and the upload's own validation
+	// (internal/compile): the red team's round four.
+	{id: "fuel/r4-indirect-host-call-free", file: "internal/fuel/leaf.go",
+		from: `		c.host = c.host || f < rw.nImpFuncs` + "\n", to: ``},
+	{id: "fuel/r4-host-call-unchecked", file: "internal/fuel/hostcall.go",
+		from: `	fr.seg = fr.check(fr.seg)` + "\n", to: ``},
+	{id: "fuel/r4-host-call-keeps-tick", file: "internal/fuel/hostcall.go",
+		from: `const hostCallTick = -1`, to: `const hostCallTick = 0`},
+	{id: "fuel/r4-host-call-keeps-slice", file: "internal/fuel/meter.go",
+		from: `	if tickOut {`, to: `	if false {`},
+	{id: "fuel/r4-tick-grant-16x-looser", file: "internal/fuel/code.go",
+		from: `const tickShift = 4`, to: `const tickShift = 8`},
+	{id: "fuel/r4-fill-small-leaf", file: "internal/fuel/leaf.go",
+		from: `case wasmbin.OpMemoryGrow, wasmbin.OpMemoryFill, wasmbin.OpMemoryCopy,`, to: `case wasmbin.OpMemoryGrow, wasmbin.OpMemoryCopy,`},
+	{id: "fuel/r4-copy-small-leaf", file: "internal/fuel/leaf.go",
+		from: `case wasmbin.OpMemoryGrow, wasmbin.OpMemoryFill, wasmbin.OpMemoryCopy,`, to: `case wasmbin.OpMemoryGrow, wasmbin.OpMemoryFill,`},
+	{id: "compile/r4-upload-validation-ignored-when-metered", file: "internal/compile/validate.go",
+		from: "\tif err != nil {\n\t\treturn nil, err\n\t}\n\treturn r.metered, r.err", to: "\tif err != nil && r.err != nil {\n\t\treturn nil, err\n\t}\n\treturn r.metered, r.err"},
 }
