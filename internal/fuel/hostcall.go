@@ -17,14 +17,18 @@ import "github.com/subako/subako-runner/internal/wasmbin"
 // A host call may take far longer than its cost says (a path lookup, a
 // poll), and the fuel a slice grants was sized by the cheap code before
 // it, so a charge alone does not keep a guest near its deadline. Each
-// call site that may reach the host is therefore preceded by a check,
-// and sets the meter's tick to hostCallTick, negative: the next check,
-// at the latest the one before the next host call, goes back to Go, where
-// refuel sees the deadline and, the tick having run out, grants
-// initialSlice again (Meter.refill). So no host call starts once the
-// host has seen a deadline pass after the previous one, and a slow host
-// call is never followed by a slice sized before it. What this costs is a
-// refuel per host call, a call into Go like the host call itself.
+// call site that may reach the host therefore sets the meter's tick to
+// hostCallTick, negative: the next check goes back to Go, where refuel
+// sees the deadline and, the tick having run out, grants initialSlice
+// again (Meter.refill). A check always comes between two host calls:
+// the next one is either in a function that makes calls, which checks on
+// entry, or after the return of a call in the same function, and the
+// path from that return to it costs ImportCallCost, over
+// maxUncheckedTail, so tails puts a check after the return. So no host
+// call starts once the host has seen a deadline pass after the previous
+// one, and a slow host call is never followed by a slice sized before it.
+// What this costs is a refuel per host call, a call into Go like the host
+// call itself.
 
 // hostCallTick is the tick a host call leaves: -1, all of the meter's
 // high bits set (one i64.or), whatever the tick was, so it cannot wrap.
@@ -33,11 +37,10 @@ import "github.com/subako/subako-runner/internal/wasmbin"
 // it no lower than -2^30-2, far above the half's -2^31.
 const hostCallTick = -1
 
-// hostCall appends, at a call that may reach the host, the check and
-// the tick's reset: check; <get>; i64.const -1<<32; i64.or; <set>.
-// It comes before the writeback, which carries the tick to the global.
+// hostCall appends, at a call that may reach the host, the tick's
+// reset: <get>; i64.const -1<<32; i64.or; <set>. It comes before the
+// writeback, which carries the tick to the global.
 func (fr *funcRewriter) hostCall() {
-	fr.seg = fr.check(fr.seg)
 	fr.seg = fr.get(fr.seg)
 	fr.seg = append(fr.seg, 0x42)
 	fr.seg = wasmbin.AppendS64(fr.seg, hostCallTick<<32)

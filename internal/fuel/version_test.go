@@ -55,9 +55,9 @@ var meteringHistory = map[int]string{
 	7: "f66c92c3d811c00814f2fdf953d0f7dd4921a4c387916ecd0370b087dd92d2e4",
 	// 8: a call_indirect, return_call_indirect, call_ref or
 	// return_call_ref of a type an import the module can reference has
-	// pays ImportCallCost; every call site that may reach the host is
-	// preceded by a check and leaves the tick at -1 (hostcall.go).
-	8: "20a2d1b17bd8f5352a758cd85a8a41a537941dfbb52d392146da2820c1488dd0",
+	// pays ImportCallCost (and tails counts it); every call site that may
+	// reach the host leaves the tick at -1 (hostcall.go).
+	8: "3e4ad375fefdbd836d7340bedc3e9ed8bd331db5be9477975fbb4a4d59269623",
 }
 
 // TestMeteringVersionPinsOutput fails when Instrument's output changes

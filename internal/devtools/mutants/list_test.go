@@ -180,8 +180,8 @@ var list = []mutant{
 	// (internal/compile): the red team's round four.
 	{id: "fuel/r4-indirect-host-call-free", file: "internal/fuel/leaf.go",
 		from: `		c.host = c.host || f < rw.nImpFuncs` + "\n", to: ``},
-	{id: "fuel/r4-host-call-unchecked", file: "internal/fuel/hostcall.go",
-		from: `	fr.seg = fr.check(fr.seg)` + "\n", to: ``},
+	{id: "fuel/r4-tail-ignores-indirect-host-call", file: "internal/fuel/tail.go",
+		from: "\t\t\tif callees.host {\n", to: "\t\t\tif false {\n"},
 	{id: "fuel/r4-host-call-keeps-tick", file: "internal/fuel/hostcall.go",
 		from: `const hostCallTick = -1`, to: `const hostCallTick = 0`},
 	{id: "fuel/r4-host-call-keeps-slice", file: "internal/fuel/meter.go",
