@@ -50,6 +50,10 @@ func (rw *rewriter) code(sizeHint int) ([]byte, error) {
 		if fr.local {
 			fr.temp++
 		}
+		fr.depth, fr.depthLocal, fr.weight = hasCall, fr.temp, frameWeight(nLocals, uint64(len(code.Expr))) // depth.go
+		if fr.depth {
+			fr.temp++
+		}
 		fr.refLocals = fr.refLocals[:0]
 		expr, err := fr.body(code)
 		if err != nil {
@@ -60,6 +64,9 @@ func (rw *rewriter) code(sizeHint int) ([]byte, error) {
 		extra = extra[:0]
 		if fr.local {
 			extra = append(extra, wasmbin.I64)
+		}
+		if fr.depth {
+			extra = append(extra, wasmbin.I32)
 		}
 		if fr.usedTemp {
 			extra = append(extra, wasmbin.I32, wasmbin.I32)
@@ -190,6 +197,11 @@ type funcRewriter struct {
 	meterLocal uint32
 	temp       uint32 // index of the first i32 temporary; the second is temp+1
 	usedTemp   bool
+	// depth: the function counts its frame (depth.go), its level in
+	// local depthLocal, its frame's weight weight.
+	depth      bool
+	depthLocal uint32
+	weight     int64
 	// refLocals are the types of the reference temporaries table.grow
 	// needs, one per element type, declared after the temporaries.
 	refLocals []wasmbin.ValType
@@ -309,6 +321,9 @@ func (fr *funcRewriter) body(code *wasmbin.Code) ([]byte, error) {
 	if fr.local {
 		fr.out = fr.reload(fr.out)
 	}
+	if fr.depth {
+		fr.out = fr.enterDepth(fr.out)
+	}
 	dead := false
 	in := &fr.in
 	for {
@@ -368,6 +383,7 @@ func (fr *funcRewriter) body(code *wasmbin.Code) ([]byte, error) {
 				fr.target(in.Index + 1)
 			}
 			if final {
+				fr.seg = fr.storeLevel(fr.seg, true)
 				fr.writeback()
 			}
 			fr.copy(expr)
@@ -437,6 +453,7 @@ func (fr *funcRewriter) body(code *wasmbin.Code) ([]byte, error) {
 			}
 			fr.regionAdd(fr.rw.unchecked(in.Index))
 			fr.cost += fr.rw.leafCostOf(in.Index)
+			fr.seg = fr.storeLevel(fr.seg, true)
 			fr.writeback()
 			fr.copy(expr)
 			dead, fr.deadDepth = true, len(fr.ctrl)
@@ -449,6 +466,9 @@ func (fr *funcRewriter) body(code *wasmbin.Code) ([]byte, error) {
 				}
 				fr.regionAdd(fr.rw.maxUnchecked)
 				fr.cost += fr.rw.callees(in.Index).leafCost
+			}
+			if in.Op == wasmbin.OpReturn || in.Op == wasmbin.OpReturnCallIndirect || in.Op == wasmbin.OpReturnCallRef {
+				fr.seg = fr.storeLevel(fr.seg, true) // leaving the frame (depth.go)
 			}
 			fr.writeback()
 			fr.copy(expr)
@@ -485,6 +505,7 @@ func (fr *funcRewriter) body(code *wasmbin.Code) ([]byte, error) {
 			if fr.local {
 				fr.seg = fr.reload(fr.seg)
 			}
+			fr.seg = fr.storeLevel(fr.seg, false)
 			if fr.checksAfter(in.Start) {
 				fr.postCall()
 			}

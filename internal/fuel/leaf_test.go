@@ -78,7 +78,7 @@ func TestSmallLeafCallsWriteNothingBack(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			counter := uint32(len(m.Globals) - 1) // the module has none of its own: the meter
+			counter := uint32(len(m.Globals) - 2) // the module has none of its own: the meter, then the frames left
 			if _, sets := counterOps(m.Codes[0].Expr, counter); sets != tt.wantSets {
 				t.Errorf("the loop writes the counter back %d times; want %d", sets, tt.wantSets)
 			}
@@ -117,7 +117,7 @@ func TestSmallLeafSizeBoundary(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			counter := uint32(len(m.Globals) - 1)
+			counter := uint32(len(m.Globals) - 2) // the meter, then the frames left
 			touches := bytes.Contains(m.Codes[1].Expr, []byte{0x23, byte(counter)})
 			if touches == tt.small {
 				t.Fatalf("a leaf of %d bytes reads the counter: %v; want %v", tt.bytes, touches, !tt.small)

@@ -241,6 +241,9 @@ func growTable(ctx context.Context, _ api.Module, stack []uint64) {
 // the refilled meter, both halves granted anew. Without a Meter in the context it ends the
 // instance by the rule of abi.ErrNoState: a guest never runs unmetered.
 func refuel(ctx context.Context, mod api.Module, stack []uint64) {
+	if stack[0] == stackExhausted {
+		panic(ErrCallStackExhausted) // depth.go; wazero fails the call with it
+	}
 	counter := fuelHalf(stack[0])
 	m := FromContext(ctx)
 	if err := ended(ctx); err != nil {
