@@ -50,9 +50,14 @@ func (rw *rewriter) code(sizeHint int) ([]byte, error) {
 		if fr.local {
 			fr.temp++
 		}
-		fr.depth, fr.depthLocal, fr.weight = hasCall, fr.temp, frameWeight(nLocals, uint64(len(code.Expr))) // depth.go
+		fr.depth, fr.depthLocal = hasCall, fr.temp // depth.go
 		if fr.depth {
 			fr.temp++
+			callAt, err := rw.lastCall(code)
+			if err != nil {
+				return nil, fmt.Errorf("fuel: function %d: %w", int(rw.nImpFuncs)+i, err)
+			}
+			fr.weight = frameWeight(nLocals, callAt)
 		}
 		fr.refLocals = fr.refLocals[:0]
 		expr, err := fr.body(code)

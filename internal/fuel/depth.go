@@ -1,7 +1,9 @@
 package fuel
 
 import (
+	"errors"
 	"fmt"
+	"io"
 
 	"github.com/subako/subako-runner/internal/wasmbin"
 )
@@ -51,14 +53,37 @@ var ErrCallStackExhausted = fmt.Errorf("call stack exhausted: the guest's frames
 const stackExhausted = 0
 
 // frameWeight is what a frame of a function with nLocals parameters and
-// locals and a body of bodyBytes bytes counts against maxCallDepth, in
-// frameUnit bytes: its frame in wazero holds a fixed part (return
-// address, saved registers: one unit), its locals (a v128 local spills
-// 16 bytes: 1 unit per 8 locals) and the values live across a call
-// (each pushed by an instruction of 2 bytes at least, a v128 one 16
-// bytes: 1 unit per 16 bytes of code).
-func frameWeight(nLocals, bodyBytes uint64) int64 {
-	return int64(min(1+nLocals/8+bodyBytes/16, maxCallDepth+1))
+// locals, whose last call is callAt bytes into its code, counts against
+// maxCallDepth, in frameUnit bytes: its frame in wazero holds a fixed
+// part (return address, saved registers: one unit), its locals (a v128
+// local spills 16 bytes: 1 unit per 8 locals) and the values live across
+// its calls, which the code before the last call pushed (each by an
+// instruction of 2 bytes at least, a v128 one 16 bytes: 1 unit per 16
+// bytes of that code).
+func frameWeight(nLocals uint64, callAt int) int64 {
+	return int64(min(1+nLocals/8+uint64(callAt)/16, maxCallDepth+1))
+}
+
+// lastCall returns the offset in code's expression of its last call
+// instruction (of any kind).
+func (rw *rewriter) lastCall(code *wasmbin.Code) (int, error) {
+	w := &rw.scanW
+	w.Reset(code.Expr, code.ExprOffset)
+	in := &rw.scanIn
+	last := 0
+	for {
+		if err := w.Next(in); err != nil {
+			if errors.Is(err, io.EOF) {
+				return last, nil
+			}
+			return 0, err
+		}
+		switch in.Op {
+		case wasmbin.OpCall, wasmbin.OpCallIndirect, wasmbin.OpCallRef,
+			wasmbin.OpReturnCall, wasmbin.OpReturnCallIndirect, wasmbin.OpReturnCallRef:
+			last = in.Start
+		}
+	}
 }
 
 // enterDepth appends a counting function's entry:
