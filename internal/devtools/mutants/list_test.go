@@ -192,8 +192,6 @@ var list = []mutant{
 		from: `case wasmbin.OpMemoryGrow, wasmbin.OpMemoryFill, wasmbin.OpMemoryCopy,`, to: `case wasmbin.OpMemoryGrow, wasmbin.OpMemoryCopy,`},
 	{id: "fuel/r4-copy-small-leaf", file: "internal/fuel/leaf.go",
 		from: `case wasmbin.OpMemoryGrow, wasmbin.OpMemoryFill, wasmbin.OpMemoryCopy,`, to: `case wasmbin.OpMemoryGrow, wasmbin.OpMemoryFill,`},
-	{id: "fuel/r4-depth-frames-unweighted", file: "internal/fuel/depth.go",
-		from: `return int64(min(1+nLocals/8+uint64(callAt)/16, maxCallDepth+1))`, to: `return 1`},
 	{id: "fuel/r4-depth-tail-call-keeps-frame", file: "internal/fuel/code.go",
 		from: "\t\t\tfr.seg = fr.storeLevel(fr.seg, true)\n\t\t\tfr.writeback()\n\t\t\tfr.copy(expr)\n\t\t\tdead, fr.deadDepth", to: "\t\t\tfr.writeback()\n\t\t\tfr.copy(expr)\n\t\t\tdead, fr.deadDepth"},
 	{id: "compile/r4-upload-validation-ignored-when-metered", file: "internal/compile/validate.go",
