@@ -91,16 +91,7 @@ func TestIndirectHostCallsPayAsDirectOnes(t *testing.T) {
 // instantiation, and fn may be _start.
 func runCommand(t *testing.T, ctx context.Context, r wazero.Runtime, cm wazero.CompiledModule, budget uint64, fn string, args ...uint64) (*Meter, error) {
 	t.Helper()
-	m := NewMeter(budget)
-	cctx := WithMeter(ctx, m)
-	mod, err := r.InstantiateModule(cctx, cm, wazero.NewModuleConfig().WithName("").WithStartFunctions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mod.Close(ctx)
-	_, err = mod.ExportedFunction(fn).Call(cctx, args...)
-	m.Finish(mod)
-	return m, err
+	return runWith(t, ctx, r, cm, wazero.NewModuleConfig().WithStartFunctions(), budget, fn, args...)
 }
 
 // TestNoHostCallAfterTheDeadline: once the deadline has passed (here,
