@@ -50,6 +50,15 @@ func (rw *rewriter) code(sizeHint int) ([]byte, error) {
 		if fr.local {
 			fr.temp++
 		}
+		fr.depth, fr.depthLocal = hasCall, fr.temp // depth.go
+		if fr.depth {
+			fr.temp++
+			callAt, err := rw.lastCall(code)
+			if err != nil {
+				return nil, fmt.Errorf("fuel: function %d: %w", int(rw.nImpFuncs)+i, err)
+			}
+			fr.weight = frameWeight(nLocals, callAt)
+		}
 		fr.refLocals = fr.refLocals[:0]
 		expr, err := fr.body(code)
 		if err != nil {
@@ -60,6 +69,9 @@ func (rw *rewriter) code(sizeHint int) ([]byte, error) {
 		extra = extra[:0]
 		if fr.local {
 			extra = append(extra, wasmbin.I64)
+		}
+		if fr.depth {
+			extra = append(extra, wasmbin.I32)
 		}
 		if fr.usedTemp {
 			extra = append(extra, wasmbin.I32, wasmbin.I32)
@@ -190,6 +202,11 @@ type funcRewriter struct {
 	meterLocal uint32
 	temp       uint32 // index of the first i32 temporary; the second is temp+1
 	usedTemp   bool
+	// depth: the function counts its frame (depth.go), its level in
+	// local depthLocal, its frame's weight weight.
+	depth      bool
+	depthLocal uint32
+	weight     int64
 	// refLocals are the types of the reference temporaries table.grow
 	// needs, one per element type, declared after the temporaries.
 	refLocals []wasmbin.ValType
@@ -309,6 +326,9 @@ func (fr *funcRewriter) body(code *wasmbin.Code) ([]byte, error) {
 	if fr.local {
 		fr.out = fr.reload(fr.out)
 	}
+	if fr.depth {
+		fr.out = fr.enterDepth(fr.out)
+	}
 	dead := false
 	in := &fr.in
 	for {
@@ -368,6 +388,7 @@ func (fr *funcRewriter) body(code *wasmbin.Code) ([]byte, error) {
 				fr.target(in.Index + 1)
 			}
 			if final {
+				fr.seg = fr.storeLevel(fr.seg, true)
 				fr.writeback()
 			}
 			fr.copy(expr)
@@ -432,11 +453,12 @@ func (fr *funcRewriter) body(code *wasmbin.Code) ([]byte, error) {
 			fr.copy(expr)
 			dead, fr.deadDepth = true, len(fr.ctrl)
 		case wasmbin.OpReturnCall:
-			if in.Index < fr.rw.nImpFuncs {
-				fr.spend(ImportCallCost)
+			if fr.reachesHost(in) {
+				fr.hostCall()
 			}
 			fr.regionAdd(fr.rw.unchecked(in.Index))
 			fr.cost += fr.rw.leafCostOf(in.Index)
+			fr.seg = fr.storeLevel(fr.seg, true)
 			fr.writeback()
 			fr.copy(expr)
 			dead, fr.deadDepth = true, len(fr.ctrl)
@@ -444,8 +466,14 @@ func (fr *funcRewriter) body(code *wasmbin.Code) ([]byte, error) {
 			wasmbin.OpReturnCallIndirect, wasmbin.OpReturnCallRef,
 			wasmbin.OpThrow, wasmbin.OpRethrow, wasmbin.OpThrowRef:
 			if in.Op == wasmbin.OpReturnCallIndirect || in.Op == wasmbin.OpReturnCallRef {
+				if fr.reachesHost(in) {
+					fr.hostCall()
+				}
 				fr.regionAdd(fr.rw.maxUnchecked)
 				fr.cost += fr.rw.callees(in.Index).leafCost
+			}
+			if in.Op == wasmbin.OpReturn || in.Op == wasmbin.OpReturnCallIndirect || in.Op == wasmbin.OpReturnCallRef {
+				fr.seg = fr.storeLevel(fr.seg, true) // leaving the frame (depth.go)
 			}
 			fr.writeback()
 			fr.copy(expr)
@@ -455,10 +483,10 @@ func (fr *funcRewriter) body(code *wasmbin.Code) ([]byte, error) {
 			// charge (the tick's region has its size already, as that of
 			// any callee that does not check on entry).
 			charges := true
+			if fr.reachesHost(in) {
+				fr.hostCall() // hostcall.go
+			}
 			if in.Op == wasmbin.OpCall {
-				if in.Index < fr.rw.nImpFuncs {
-					fr.spend(ImportCallCost)
-				}
 				fr.regionAdd(fr.rw.unchecked(in.Index))
 				leaf := fr.rw.leafCostOf(in.Index)
 				fr.cost += leaf
@@ -482,6 +510,7 @@ func (fr *funcRewriter) body(code *wasmbin.Code) ([]byte, error) {
 			if fr.local {
 				fr.seg = fr.reload(fr.seg)
 			}
+			fr.seg = fr.storeLevel(fr.seg, false)
 			if fr.checksAfter(in.Start) {
 				fr.postCall()
 			}

@@ -52,9 +52,15 @@ func instrumentAndCompile(t testing.TB, ctx context.Context, r wazero.Runtime, w
 // the fuel used and the call's error.
 func run(t *testing.T, ctx context.Context, r wazero.Runtime, cm wazero.CompiledModule, budget uint64, fn string, args ...uint64) (*Meter, error) {
 	t.Helper()
+	return runWith(t, ctx, r, cm, wazero.NewModuleConfig(), budget, fn, args...)
+}
+
+// runWith is run with the instance's module configuration.
+func runWith(t *testing.T, ctx context.Context, r wazero.Runtime, cm wazero.CompiledModule, cfg wazero.ModuleConfig, budget uint64, fn string, args ...uint64) (*Meter, error) {
+	t.Helper()
 	m := NewMeter(budget)
 	cctx := WithMeter(ctx, m)
-	mod, err := r.InstantiateModule(cctx, cm, wazero.NewModuleConfig().WithName(""))
+	mod, err := r.InstantiateModule(cctx, cm, cfg.WithName(""))
 	if err != nil {
 		t.Fatal(err)
 	}

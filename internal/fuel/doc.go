@@ -101,6 +101,18 @@
 // byte offset and would lie after the rewrite, so they are always dropped;
 // other custom sections are kept.
 //
+// Host calls (hostcall.go): a call through a table or a reference of a
+// type some referenceable import has pays ImportCallCost as a direct call
+// does, and every call that may reach the host leaves the tick at -1, so
+// the guest is back in Go at its next check, before any further host
+// call, and refuel grants the initial slice again.
+//
+// Call depth (depth.go): a third appended global, a mutable i32, holds
+// the frames an instance's stack may still take (wazero keeps the stack
+// on the Go heap, counted by no limit); every function that makes calls
+// takes its frame's weight off on entry, and the call fails with
+// ErrCallStackExhausted when it would go below zero.
+//
 // The rewriter files (instrument.go, code.go, names.go, data.go) are pure Go; the
 // host side (meter.go) is the only file that imports wazero.
 package fuel

@@ -136,6 +136,7 @@ func instrument(wasm []byte, only lines) ([]byte, error) {
 	rw := &rewriter{m: m, nImpFuncs: uint32(m.NumImported(wasmbin.KindFunc)), added: 1, only: only}
 	rw.refuel = rw.nImpFuncs
 	rw.counter = uint32(m.NumImported(wasmbin.KindGlobal) + len(m.Globals))
+	rw.depthGlobal = rw.counter + 1
 	rw.nTypes = uint32(len(m.Types))
 	rw.refuelType = rw.typeIndex(importType(ImportName))
 	if c, ok := joinData(m); ok {
@@ -215,6 +216,7 @@ type rewriter struct {
 	refuel        uint32 // function index of the import
 	growTable     uint32 // function index of grow_table, when added
 	counter       uint32 // global index of the meter; the module's own globals are those below it
+	depthGlobal   uint32 // global index of the frames left (depth.go)
 	nTypes        uint32 // the module's own types; the rewriter's come after
 	refuelType    uint32
 	growTableType uint32
@@ -342,13 +344,15 @@ func (rw *rewriter) content(id wasmbin.SectionID, old []byte) []byte {
 		}
 	case wasmbin.SectionGlobal:
 		// Initialisers may hold ref.func, so globals are re-emitted.
-		c = wasmbin.AppendU32(make([]byte, 0, len(old)+8), uint32(len(m.Globals)+1))
+		c = wasmbin.AppendU32(make([]byte, 0, len(old)+16), uint32(len(m.Globals)+2))
 		for _, g := range m.Globals {
 			c = wasmbin.AppendGlobalType(c, g.Type)
 			c = rw.constExpr(c, g.Init.Bytes)
 		}
 		c = wasmbin.AppendGlobalType(c, wasmbin.GlobalType{Type: wasmbin.I64, Mutable: true}) // the meter
 		c = append(c, 0x42, 0x00, 0x0b)                                                       // i64.const 0 end
+		c = wasmbin.AppendGlobalType(c, wasmbin.GlobalType{Type: wasmbin.I32, Mutable: true}) // the frames left
+		c = append(wasmbin.AppendS64(append(c, 0x41), maxCallDepth), 0x0b)
 	case wasmbin.SectionExport:
 		c = wasmbin.AppendU32(make([]byte, 0, len(old)+32), uint32(len(m.Exports)+1))
 		for _, e := range m.Exports {

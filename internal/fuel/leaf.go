@@ -120,6 +120,7 @@ func (rw *rewriter) leaves() error {
 			return
 		}
 		c := rw.indirect[rw.canon[t]]
+		c.host = c.host || f < rw.nImpFuncs
 		if cost := rw.leafCostOf(f); cost > 0 {
 			c.leafCost = max(c.leafCost, cost)
 		} else {
@@ -212,17 +213,19 @@ func (rw *rewriter) refFuncs(expr []byte, offset int, take func(uint32)) error {
 // indirectCallees is what a call through a reference of one type may
 // reach: the dearest small leaf's cost, which the call site pays, and
 // whether any callee is not a small leaf (the counter must be written
-// back for it).
+// back for it), or is an imported function (the site pays a host call:
+// hostcall.go).
 type indirectCallees struct {
 	leafCost  int64
 	needsSync bool
+	host      bool
 }
 
 // callees answers indirectCallees for calls through a reference of
 // type index t.
 func (rw *rewriter) callees(t uint32) indirectCallees {
 	if uint64(t) >= uint64(len(rw.canon)) {
-		return indirectCallees{needsSync: true} // invalid; validation refuses the module
+		return indirectCallees{needsSync: true, host: true} // invalid; validation refuses the module
 	}
 	return rw.indirect[rw.canon[t]]
 }

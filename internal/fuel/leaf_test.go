@@ -78,7 +78,7 @@ func TestSmallLeafCallsWriteNothingBack(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			counter := uint32(len(m.Globals) - 1) // the module has none of its own: the meter
+			counter := uint32(len(m.Globals) - 2) // the module has none of its own: the meter, then the frames left
 			if _, sets := counterOps(m.Codes[0].Expr, counter); sets != tt.wantSets {
 				t.Errorf("the loop writes the counter back %d times; want %d", sets, tt.wantSets)
 			}
@@ -117,10 +117,55 @@ func TestSmallLeafSizeBoundary(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			counter := uint32(len(m.Globals) - 1)
+			counter := uint32(len(m.Globals) - 2) // the meter, then the frames left
 			touches := bytes.Contains(m.Codes[1].Expr, []byte{0x23, byte(counter)})
 			if touches == tt.small {
 				t.Fatalf("a leaf of %d bytes reads the counter: %v; want %v", tt.bytes, touches, !tt.small)
+			}
+		})
+	}
+}
+
+// TestBulkInstructionsAreNeverSmallLeaves: a function with a bulk memory
+// or table instruction charges itself, after the work, by its size; were
+// it a small leaf, its caller would neither write its cached counter back
+// nor reload it around the call, and would write over that charge. A
+// loop calls such a function 1,000 times, and the fuel used must be
+// exact, for fill, copy and init alike (a lost or doubled charge shows).
+func TestBulkInstructionsAreNeverSmallLeaves(t *testing.T) {
+	const calls, size = 1000, 4096
+	// loop; call 1; local.get 0; i32.const 1; i32.add; local.tee 0;
+	// i32.const 1000; i32.lt_u; br_if 0; end
+	caller := []byte{0x03, 0x40, 0x10, 0x01, 0x20, 0x00, 0x41, 0x01, 0x6a, 0x22, 0x00, 0x41, 0xe8, 0x07, 0x49, 0x0d, 0x00, 0x0b}
+	operands := []byte{0x41, 0x00, 0x41, 0x00, 0x41, 0x80, 0x20} // i32.const 0; i32.const 0; i32.const 4096
+	ctx := context.Background()
+	r := meteredRuntime(t, ctx)
+	for _, tt := range []struct {
+		name string
+		op   []byte
+		data []byte
+	}{
+		{"memory.fill", []byte{0xfc, 0x0b, 0x00}, nil},
+		{"memory.copy", []byte{0xfc, 0x0a, 0x00, 0x00}, nil},
+		// One passive segment of 4,096 bytes.
+		{"memory.init", []byte{0xfc, 0x08, 0x00, 0x00}, cat([]byte{0x01, 0x01, 0x80, 0x20}, make([]byte, size))},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			m := wasmtest.Module{Locals: []byte{1, 1, byte(wasmbin.I32)}, Bodies: [][]byte{caller, cat(operands, tt.op)}, Data: tt.data}
+			if tt.data != nil {
+				m.DataCount, m.HasDataCount = 1, true
+			}
+			cm := instrumentAndCompile(t, ctx, r, m.Bytes())
+			meter, err := runCommand(t, ctx, r, cm, 0, "_start")
+			if err != nil {
+				t.Fatal(err)
+			}
+			// An iteration: the caller's call and its 7 other
+			// instructions; the callee's 3 i32.const, its bulk
+			// instruction, its end, and the bulk charge. Then the
+			// caller's final end.
+			if want := uint64(calls*(8+5+size/BulkBytesPerFuel) + 1); meter.Used() != want {
+				t.Fatalf("%d calls of a %s of %d bytes cost %d; want exactly %d", calls, tt.name, size, meter.Used(), want)
 			}
 		})
 	}

@@ -71,13 +71,20 @@ func TestInstrumentRefusesIndicesPastTheModule(t *testing.T) {
 // local 1, the meter.
 func fooled(t *testing.T, half int) []byte {
 	t.Helper()
+	return fooledWith(t, half, nil)
+}
+
+// fooledWith is fooled with extra instructions at the start of each
+// iteration (they must not use local 0).
+func fooledWith(t *testing.T, half int, extra []byte) []byte {
+	t.Helper()
 	keep, fill := int64(-1)<<32, int64(math.MaxInt32) // the fuel half full, the tick kept
 	if half == tickHalfFull {
 		keep, fill = 1<<32-1, math.MaxInt32<<32
 	}
 	get := cat([]byte{0x20, 0x00, 0x42}, wasmbin.AppendS64(nil, keep))
 	set := cat([]byte{0x42}, wasmbin.AppendS64(nil, fill), []byte{0x84, 0x21, 0x00})
-	body := cat([]byte{0x03, 0x40}, get, []byte{0x83}, set, []byte{0x0c, 0x00, 0x0b})
+	body := cat([]byte{0x03, 0x40}, extra, get, []byte{0x83}, set, []byte{0x0c, 0x00, 0x0b})
 	out, err := Instrument(wasmtest.Module{Locals: oneI64Local, Bodies: [][]byte{body}}.Bytes())
 	if err != nil {
 		t.Fatal(err)
@@ -283,7 +290,7 @@ func TestSlicesStayBounded(t *testing.T) {
 	m := NewMeter(0)
 	counter := int64(0)
 	for range 200 { // every slice spent at once: the adaptation doubles
-		next, ok := m.refill(counter - 1<<40)
+		next, ok := m.refill(counter-1<<40, false)
 		if !ok {
 			t.Fatal("refused")
 		}

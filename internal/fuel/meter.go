@@ -133,12 +133,20 @@ func used(granted uint64, counter int64) uint64 {
 // refill settles a refuel call with the guest's counter (negative: the
 // deficit) and returns the counter's new value, or false when the budget
 // cannot cover what was spent.
-func (m *Meter) refill(counter int64) (int64, bool) {
+//
+// tickOut says the meter's tick had run out, as every host call leaves it
+// (hostcall.go): the slice starts again at initialSlice, whatever the
+// cheap code before had doubled it to, so that the code after a host call
+// that took long, or a guest that fooled its fuel counter, runs no long
+// slice unchecked.
+func (m *Meter) refill(counter int64, tickOut bool) (int64, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	spent := used(m.granted, counter)
 	now := time.Now()
-	if !m.last.IsZero() {
+	if tickOut {
+		m.slice = initialSlice
+	} else if !m.last.IsZero() {
 		switch took := now.Sub(m.last); {
 		case took < sliceTarget/2 && m.slice < maxSlice:
 			m.slice *= 2
@@ -233,6 +241,9 @@ func growTable(ctx context.Context, _ api.Module, stack []uint64) {
 // the refilled meter, both halves granted anew. Without a Meter in the context it ends the
 // instance by the rule of abi.ErrNoState: a guest never runs unmetered.
 func refuel(ctx context.Context, mod api.Module, stack []uint64) {
+	if stack[0] == stackExhausted {
+		panic(ErrCallStackExhausted) // depth.go; wazero fails the call with it
+	}
 	counter := fuelHalf(stack[0])
 	m := FromContext(ctx)
 	if err := ended(ctx); err != nil {
@@ -249,7 +260,7 @@ func refuel(ctx context.Context, mod api.Module, stack []uint64) {
 	if m == nil {
 		abi.NoState(ImportModule, ImportName, "fuel.WithMeter")
 	}
-	next, ok := m.refill(counter)
+	next, ok := m.refill(counter, tickHalf(stack[0]) < 0)
 	if !ok {
 		_ = mod.CloseWithExitCode(ctx, ExitCodeOutOfFuel)
 		panic(sys.NewExitError(ExitCodeOutOfFuel))
@@ -260,6 +271,9 @@ func refuel(ctx context.Context, mod api.Module, stack []uint64) {
 // fuelHalf is the fuel counter in a meter: its low 32 bits, signed (see
 // tickShift in code.go).
 func fuelHalf(meter uint64) int64 { return int64(int32(uint32(meter))) }
+
+// tickHalf is the tick in a meter: its high 32 bits, signed.
+func tickHalf(meter uint64) int32 { return int32(meter >> 32) }
 
 // meter is the meter a refuel hands back for a fuel grant of counter
 // (at most maxSlice): the grant in the low half, the tick's grant,

@@ -191,6 +191,9 @@ func (rw *rewriter) tails(code *wasmbin.Code, dst []int) ([]int, error) {
 			}
 		case wasmbin.OpReturnCallIndirect, wasmbin.OpReturnCallRef:
 			c = 1 + rw.callees(ti.index).leafCost + rw.maxUnchecked
+			if rw.callees(ti.index).host {
+				c += ImportCallCost
+			}
 		case wasmbin.OpMemoryGrow, wasmbin.OpMemoryFill, wasmbin.OpMemoryCopy, wasmbin.OpMemoryInit,
 			wasmbin.OpTableGrow, wasmbin.OpTableFill, wasmbin.OpTableCopy, wasmbin.OpTableInit:
 			c = 1 // a check follows each
@@ -218,6 +221,9 @@ func (rw *rewriter) tails(code *wasmbin.Code, dst []int) ([]int, error) {
 				c = 0
 			}
 			c += 1 + callees.leafCost + rw.maxUnchecked
+			if callees.host {
+				c += ImportCallCost
+			}
 		case wasmbin.OpNop: // the count before the first recorded one
 		}
 	}

@@ -8,4 +8,4 @@ package fuel
 // Bump it with every change to Instrument's output (cost model, code shape,
 // sections kept, joined or dropped). TestMeteringVersionPinsOutput fails on a
 // changed output until the bump and a new entry in its history are made.
-const MeteringVersion = 7
+const MeteringVersion = 9

@@ -53,6 +53,16 @@ var meteringHistory = map[int]string{
 	// local), checked together; a call whose return can run long before
 	// the next check gets a check after it (tail.go).
 	7: "f66c92c3d811c00814f2fdf953d0f7dd4921a4c387916ecd0370b087dd92d2e4",
+	// 8: a call_indirect, return_call_indirect, call_ref or
+	// return_call_ref of a type an import the module can reference has
+	// pays ImportCallCost (and tails counts it); every call site that may
+	// reach the host leaves the tick at -1 (hostcall.go). A third
+	// global counts the frames left, and every function that makes calls
+	// takes its frame's weight off on entry (depth.go), by its body's size.
+	8: "ff12f5b51311b0aea49291ce97bb05fff924abcfe3f9592c4066f30b6b3c3ffd",
+	// 9: a frame's weight counts the code before its last call, not the
+	// whole body.
+	9: "8fef6dabada0c3bf1c55d92f0da3d45c378009f206bd8567051e546a0c3a7c9c",
 }
 
 // TestMeteringVersionPinsOutput fails when Instrument's output changes
