@@ -168,6 +168,18 @@ type Structure struct {
 	// with 2 instances at a time). Growth at run time is charged to the
 	// call's memory limit instead (TableElementBytes).
 	TableElements int64
+	// CompileCost bounds the compile cost of all the module's code: the
+	// sum over its instructions of their class's weight (internal/modcheck's
+	// compile cost model, measured per class on live chains of each:
+	// SIMD, loads and stores, division, conversions, calls, ALU, ...), a
+	// unit about a microsecond of compile CPU. Without it, a 2-byte
+	// instruction that compiles to many machine instructions made a
+	// function of 2 MiB (i8x16.popcnt) take 60 s and 4 GB.
+	CompileCost int64
+	// FunctionCompileCost bounds one function's compile cost: wazero holds
+	// a function's whole intermediate form at once, about 100 to 200
+	// bytes a unit at its peak.
+	FunctionCompileCost int64
 }
 
 // DefaultStructure returns the default structural bounds. The official Go
@@ -204,6 +216,9 @@ func DefaultStructure() Structure {
 		TypeArity:      1_000,
 		TypeValues:     100_000,
 		TableElements:  DefaultTableElements,
+		// The SDK module: 2.1e7 and 2.1e5 (see docs/security.md).
+		CompileCost:         24_000_000,
+		FunctionCompileCost: 2_000_000,
 	}
 }
 

@@ -175,4 +175,32 @@ var list = []mutant{
 		from: `return uint64(counter)<<tickShift<<32 | uint64(uint32(counter))`, to: `return 0x7fffffff<<32 | uint64(uint32(counter))`},
 	{id: "fuel/body-bound-off-by-one", file: "internal/fuel/code.go",
 		from: `	if len(code.Expr) > maxBodyBytes {`, to: `	if len(code.Expr) > maxBodyBytes+1 {`},
+	// Upload: the structural bounds and the compile cost model
+	// (internal/modcheck: check.go, compilecost.go).
+	{id: "modcheck/params-not-locals", file: "internal/modcheck/check.go",
+		from: `			locals += int64(len(c.m.Types[c.m.Functions[i]].Params))`, to: `			locals += 0`},
+	{id: "modcheck/brtable-cost-per-function", file: "internal/modcheck/check.go",
+		from: `	if l := s.limits.BrTableCost; l > 0 && s.brCost > l {`, to: `	if l := s.limits.BrTableCost; l > 0 && s.brFnVal > l {`},
+	{id: "modcheck/compile-cost-per-function-only", file: "internal/modcheck/compilecost.go",
+		from: `	if l := s.limits.CompileCost; l > 0 && s.total > l {`, to: `	if l := s.limits.CompileCost; l > 0 && s.topVal > l {`},
+	{id: "modcheck/function-compile-cost-off-by-one", file: "internal/modcheck/compilecost.go",
+		from: `	if l := s.limits.FunctionCompileCost; l > 0 && v > l {`, to: `	if l := s.limits.FunctionCompileCost; l > 0 && v > l+1 {`},
+	{id: "modcheck/simd-weighed-as-alu", file: "internal/modcheck/compilecost.go",
+		from: `	case wasmbin.PrefixSIMD:
+		return classSIMD`, to: `	case wasmbin.PrefixSIMD:
+		return classALU`},
+	{id: "modcheck/division-weighed-as-alu", file: "internal/modcheck/compilecost.go",
+		from: `	case b >= 0x6d && b <= 0x70, b >= 0x7f && b <= 0x82: // div, rem`, to: `	case b >= 0x6d && b <= 0x6f, b >= 0x7f && b <= 0x82: // div, rem`},
+	{id: "modcheck/host-call-weighed-as-call", file: "internal/modcheck/compilecost.go",
+		from: `		if importedCall {`, to: `		if false {`},
+	{id: "modcheck/checked-local-ignores-writes", file: "internal/modcheck/compilecost.go",
+		from: `			f.version[in.Index]++`, to: `			_ = in.Index`},
+	{id: "modcheck/global-kept-across-calls", file: "internal/modcheck/compilecost.go",
+		from: `			v = v<<32 | f.calls&(1<<32-1)`, to: `			v = v << 32`},
+	{id: "modcheck/store-elided-like-a-load", file: "internal/modcheck/compilecost.go",
+		from: `		return op >= 0x28 && op <= 0x35`, to: `		return op >= 0x28 && op <= 0x3e`},
+	{id: "modcheck/br-if-not-a-block", file: "internal/modcheck/compilecost.go",
+		from: `	case wasmbin.OpBrIf, wasmbin.OpBrTable,`, to: `	case wasmbin.OpBrTable,`},
+	{id: "modcheck/meter-check-not-a-block", file: "internal/modcheck/compilecost.go",
+		from: `	return classOf(op, false) == classMetered`, to: `	return false`},
 }
