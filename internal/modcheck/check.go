@@ -550,8 +550,8 @@ type shape struct {
 	costFn    int   // the function that contributed most to cost
 	costFnVal int64 // its contribution
 
-	// ends counts the function's instructions that end a compiled block
-	// without being a block (endsBlock); compile weighs its instructions.
+	// ends counts the compiled blocks the function's instructions end
+	// without being blocks (blocksEnded); compile weighs its instructions.
 	ends    int
 	compile compileShape
 }
@@ -581,9 +581,7 @@ func over(o *struct {
 
 func (s *shape) note(in *wasmbin.Instr) {
 	s.compile.note(in)
-	if endsBlock(in.Op) {
-		s.ends++
-	}
+	s.ends += blocksEnded(in.Op)
 	switch in.Op {
 	case wasmbin.OpLoop, wasmbin.OpBlock, wasmbin.OpIf, wasmbin.OpTry, wasmbin.OpTryTable:
 		loop := in.Op == wasmbin.OpLoop

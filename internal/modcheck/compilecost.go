@@ -278,21 +278,28 @@ func (f *funcCost) note(in *wasmbin.Instr, imported uint32) {
 	}
 }
 
-// endsBlock reports whether op ends a basic block of the compiled code
-// without being a block of the module's: a branch that may fall through,
-// or an instruction after which the meter checks its counter (an if and a
+// blocksEnded is how many compiled blocks op ends without being a block
+// of the module's: a branch that may fall through ends one, and so does
+// an instruction after which the meter checks its counter (an if and a
 // call of its refuel function): a call (the meter cannot know from the
-// call site whether the callee charges), memory.grow, the bulk memory and
-// table instructions. The control and local costs count these with the
-// blocks, since wazero's work grows with the compiled blocks (16,384
-// br_ifs in one function: 3.7 s of CPU, 16,384 host calls: 10 s).
-func endsBlock(op wasmbin.Opcode) bool {
+// call site whether the callee charges) and memory.grow; a bulk copy or
+// init counts as two and a fill as three, what their quadratic part
+// measured against an if's. The control and local costs count them with
+// the blocks, since wazero's work grows with the compiled blocks (in one
+// function, 16,384 br_ifs took 3.7 s of CPU, as many host calls 10 s, 4,096
+// memory.fill 2.9 s).
+func blocksEnded(op wasmbin.Opcode) int {
 	switch op {
 	case wasmbin.OpBrIf, wasmbin.OpBrTable, wasmbin.OpBrOnNull, wasmbin.OpBrOnNonNull,
-		wasmbin.OpCall, wasmbin.OpCallIndirect, wasmbin.OpCallRef:
-		return true
+		wasmbin.OpCall, wasmbin.OpCallIndirect, wasmbin.OpCallRef, wasmbin.OpMemoryGrow:
+		return 1
+	case wasmbin.OpMemoryFill, wasmbin.OpTableFill:
+		return 3
 	}
-	return classOf(op, false) == classMetered
+	if classOf(op, false) == classMetered {
+		return 2
+	}
+	return 0
 }
 
 // compileShape sums the compile cost over a module's functions, for

@@ -1,6 +1,7 @@
 package modcheck
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/subako/subako-runner/internal/wasmbin"
@@ -220,9 +221,10 @@ func TestMemoryAccessesWeighTheirBoundsCheck(t *testing.T) {
 // TestBranchesAndMeterChecksCountAsBlocks: the control cost counts the
 // instructions that end a compiled block though the module has no block
 // there (branches that fall through, and the meter's check after a call,
-// memory.grow and bulk instructions): 16,384 br_ifs in one function took
-// 3.7 s of CPU to compile, 16,384 host calls 10 s, under the control
-// bound that counted only blocks.
+// memory.grow and bulk instructions, a fill as three and a copy as two):
+// 16,384 br_ifs in one function took 3.7 s of CPU to compile, 16,384 host
+// calls 10 s, 16,384 memory.fill over 45 s, under the control bound that
+// counted only blocks.
 func TestBranchesAndMeterChecksCountAsBlocks(t *testing.T) {
 	brIfs := func(k int) []byte {
 		return sweepModule{bodies: []sweepBody{{expr: repeatN([]byte{0x41, 0x00, 0x0d, 0x00}, k)}}}.bytes()
@@ -233,17 +235,32 @@ func TestBranchesAndMeterChecksCountAsBlocks(t *testing.T) {
 	calls := func(k int) []byte {
 		return sweepModule{imports: 1, bodies: []sweepBody{{expr: repeatN([]byte{0x41, 0x00, 0x41, 0x00, 0x41, 0x00, 0x41, 0x00, 0x10, 0x00, 0x1a}, k)}}}.bytes()
 	}
-	opts := Options{Structure: limits.Structure{ControlCost: 100 * 100}}
-	for name, gen := range map[string]func(int) []byte{"br_if": brIfs, "memory.grow": grows, "host call": calls} {
-		if ps := Check(gen(100), opts); len(ps) > 0 {
-			t.Errorf("%s: 100 in one function rejected at a control cost of 100²:\n%s", name, list(ps))
+	// bulk is k × (three zeros; the instruction); each counts blocks.
+	bulk := func(op []byte) func(int) []byte {
+		return func(k int) []byte {
+			return sweepModule{bodies: []sweepBody{{expr: repeatN(append([]byte{0x41, 0x00, 0x41, 0x00, 0x41, 0x00}, op...), k)}}}.bytes()
+		}
+	}
+	for _, c := range []struct {
+		name   string
+		gen    func(int) []byte
+		blocks int // each counts
+	}{
+		{"br_if", brIfs, 1}, {"memory.grow", grows, 1}, {"host call", calls, 1},
+		{"memory.copy", bulk([]byte{0xfc, 0x0a, 0x00, 0x00}), 2}, {"memory.fill", bulk([]byte{0xfc, 0x0b, 0x00}), 3},
+	} {
+		k := 100 / c.blocks
+		limit := int64(k*c.blocks) * int64(k*c.blocks)
+		opts := Options{Structure: limits.Structure{ControlCost: limit}}
+		if ps := Check(c.gen(k), opts); len(ps) > 0 {
+			t.Errorf("%s: %d in one function rejected at a control cost of %d:\n%s", c.name, k, limit, list(ps))
 		}
 		found := false
-		for _, p := range Check(gen(101), opts) {
-			found = found || p.Code == CodeModuleTooComplex && containsAll(p.Message, []string{"is 10201, above the limit of 10000"})
+		for _, p := range Check(c.gen(k+1), opts) {
+			found = found || p.Code == CodeModuleTooComplex && containsAll(p.Message, []string{fmt.Sprintf("is %d, above the limit of %d", (k+1)*c.blocks*(k+1)*c.blocks, limit)})
 		}
 		if !found {
-			t.Errorf("%s: 101 in one function not over a control cost of 100²:\n%s", name, list(Check(gen(101), opts)))
+			t.Errorf("%s: %d in one function not over a control cost of %d:\n%s", c.name, k+1, limit, list(Check(c.gen(k+1), opts)))
 		}
 	}
 }

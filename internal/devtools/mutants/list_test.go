@@ -201,6 +201,10 @@ var list = []mutant{
 		from: `		return op >= 0x28 && op <= 0x35`, to: `		return op >= 0x28 && op <= 0x3e`},
 	{id: "modcheck/br-if-not-a-block", file: "internal/modcheck/compilecost.go",
 		from: `	case wasmbin.OpBrIf, wasmbin.OpBrTable,`, to: `	case wasmbin.OpBrTable,`},
-	{id: "modcheck/meter-check-not-a-block", file: "internal/modcheck/compilecost.go",
-		from: `	return classOf(op, false) == classMetered`, to: `	return false`},
+	{id: "modcheck/grow-not-a-block", file: "internal/modcheck/compilecost.go",
+		from: `wasmbin.OpCallRef, wasmbin.OpMemoryGrow:`, to: `wasmbin.OpCallRef:`},
+	{id: "modcheck/fill-one-block", file: "internal/modcheck/compilecost.go",
+		from: `		return 3
+	}`, to: `		return 1
+	}`},
 }
