@@ -52,7 +52,7 @@ func registerManyFlags(m *manyOptions) {
 	flag.IntVar(&m.costC, "cost-c", 100, "many: C packages opened at once to measure what one costs in RSS")
 	flag.IntVar(&m.costGo, "cost-go", 3, "many: Go SDK packages opened at once to measure what one costs in RSS")
 	flag.IntVar(&m.costPopcnt, "cost-popcnt", 10, "many, estimate: popcnt-heavy packages (the C package and a function of -popcnt-ops i8x16.popcnt) opened at once to measure what one costs in RSS")
-	flag.IntVar(&m.popcntOps, "popcnt-ops", 80_000, "many, estimate: the i8x16.popcnt of the popcnt-heavy package's function (80,000: near the function compile cost bound)")
+	flag.IntVar(&m.popcntOps, "popcnt-ops", 70_000, "many, estimate: the i8x16.popcnt of the popcnt-heavy package's function (70,000: near the function compile cost bound)")
 	flag.BoolVar(&m.strict, "many-strict", true, "many: the package set's StrictBudget (opens wait for room rather than go over the budget)")
 	flag.IntVar(&m.gc, "many-gc", runtime.GCPercent, "many: the collector's target (GOGC) for the run")
 	flag.Int64Var(&m.memLimit, "many-memlimit", -1, "many: the Go memory limit (GOMEMLIMIT) for the calls through the set; -1: half the budget + 64 MiB, as docs/embedding.md advises; 0: none")

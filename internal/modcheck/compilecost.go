@@ -81,7 +81,7 @@ var classWeights = [numClasses]int64{
 	classCall:         12,
 	classCallIndirect: 40,
 	classMetered:      64,
-	classSIMD:         24,
+	classSIMD:         28,
 }
 
 // classCodeBytes are the bytes of machine code (as wazero's compilation

@@ -141,7 +141,7 @@ func TestCheckCompileCostBoundary(t *testing.T) {
 			[]string{"is 505, above the function compile cost limit of 504"}},
 		{"SIMD weighs more", limits.Structure{FunctionCompileCost: 10 * simdW},
 			sweepModule{bodies: []sweepBody{popcnt(8)}}.bytes(), sweepModule{bodies: []sweepBody{popcnt(9)}}.bytes(), sweepModule{bodies: []sweepBody{popcnt(10)}}.bytes(),
-			[]string{"is 264, above the function compile cost limit of 240", "11 SIMD instructions"}}, // v128.const is one
+			[]string{fmt.Sprintf("is %d, above the function compile cost limit of %d", 11*simdW, 10*simdW), "11 SIMD instructions"}}, // v128.const is one
 		{"the module's cost, every function counted", limits.Structure{CompileCost: 300 * alu},
 			sweepModule{funcs: []uint32{0, 0}, bodies: []sweepBody{eqz(100), eqz(100), eqz(99)}}.bytes(),
 			sweepModule{funcs: []uint32{0, 0}, bodies: []sweepBody{eqz(100), eqz(100), eqz(100)}}.bytes(),
