@@ -18,9 +18,9 @@ import (
 type instrClass uint8
 
 const (
-	// classFree: constants, locals, drop, nop, block structure and the
-	// plain stores of a value already computed. The compiler lowers them to
-	// little or nothing (the control bounds price blocks and branches).
+	// classFree: constants, locals, drop, nop, block structure, br and
+	// return. The compiler lowers them to little or nothing (the control
+	// bounds price blocks and branches).
 	classFree instrClass = iota
 	// classALU: integer and float arithmetic, comparisons, select,
 	// extensions, wrap, promote/demote, reinterpretation, globals,
@@ -63,12 +63,12 @@ var classNames = [numClasses]string{"free", "ALU", "float min/max", "division", 
 func (c instrClass) String() string { return classNames[c] }
 
 // classWeights are the compile cost units of one instruction of each
-// class: a unit is about a microsecond of compile CPU on the 2-core machine
-// the sweep ran on (under load) and 100 to 200 bytes of the compiler's
-// peak memory. Each is the costliest chain of its class measured, rounded
-// up (docs/security.md has the measurements); a load or store is the
-// cost of its bounds check, which funcCost leaves out when wazero skips
-// it.
+// class: a unit is a microsecond of compile CPU per instruction of a
+// 16,384-long chain on the 2-core machine the sweep ran on (under load),
+// less in longer functions, and 100 to 200 bytes of the compiler's peak
+// memory. Each is the costliest chain of its class measured, rounded up
+// (docs/security.md has the measurements); a load's is its bounds check,
+// which funcCost leaves out when wazero skips it.
 var classWeights = [numClasses]int64{
 	classFree:         0,
 	classALU:          5,
