@@ -36,7 +36,7 @@ type options struct {
 	many          manyOptions
 }
 
-var measures = []string{"latency", "scale", "reopen", "fuel", "memory", "download", "tables", "many", "otel"}
+var measures = []string{"latency", "scale", "reopen", "fuel", "memory", "download", "tables", "many", "estimate", "otel"}
 
 func main() {
 	var child childDownload
@@ -160,6 +160,7 @@ func run(ctx context.Context, o options, t *table) error {
 		{"download", benchDownload},
 		{"tables", benchTables},
 		{"many", benchMany},
+		{"estimate", benchEstimate},
 		{"otel", benchOtel},
 	}
 	for _, s := range steps {

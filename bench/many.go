@@ -34,6 +34,8 @@ type manyOptions struct {
 	workersRuns int
 	costC       int
 	costGo      int
+	costPopcnt  int
+	popcntOps   int
 	gc          int
 	memLimit    int64
 	strict      bool
@@ -49,6 +51,8 @@ func registerManyFlags(m *manyOptions) {
 	flag.IntVar(&m.workersRuns, "workers-runs", 5, "many: SDK uploads with each compilation-workers setting")
 	flag.IntVar(&m.costC, "cost-c", 100, "many: C packages opened at once to measure what one costs in RSS")
 	flag.IntVar(&m.costGo, "cost-go", 3, "many: Go SDK packages opened at once to measure what one costs in RSS")
+	flag.IntVar(&m.costPopcnt, "cost-popcnt", 10, "many, estimate: popcnt-heavy packages (the C package and a function of -popcnt-ops i8x16.popcnt) opened at once to measure what one costs in RSS")
+	flag.IntVar(&m.popcntOps, "popcnt-ops", 70_000, "many, estimate: the i8x16.popcnt of the popcnt-heavy package's function (70,000: near the function compile cost bound)")
 	flag.BoolVar(&m.strict, "many-strict", true, "many: the package set's StrictBudget (opens wait for room rather than go over the budget)")
 	flag.IntVar(&m.gc, "many-gc", runtime.GCPercent, "many: the collector's target (GOGC) for the run")
 	flag.Int64Var(&m.memLimit, "many-memlimit", -1, "many: the Go memory limit (GOMEMLIMIT) for the calls through the set; -1: half the budget + 64 MiB, as docs/embedding.md advises; 0: none")
@@ -73,11 +77,11 @@ func benchMany(ctx context.Context, o options, t *table) error {
 	}
 	cache := filepath.Join(o.work, "many-cache")
 	store := runtime.DirLoader{Artifacts: filepath.Join(o.work, "many-artifacts"), Packages: filepath.Join(o.work, "many-packages")}
-	cKeys, goKeys, err := storeMany(ctx, m, cache, store, sdkDir)
+	cKeys, goKeys, pKeys, err := storeMany(ctx, m, cache, store, sdkDir)
 	if err != nil {
 		return fmt.Errorf("storing: %w", err)
 	}
-	if err := benchCost(ctx, m, t, cache, store, cKeys, goKeys); err != nil {
+	if err := benchCost(ctx, m, t, cache, store, cKeys, goKeys, pKeys); err != nil {
 		return fmt.Errorf("cost: %w", err)
 	}
 	if err := zipfRun(ctx, m, t, cache, store, cKeys, goKeys); err != nil {
@@ -141,10 +145,10 @@ func withSection(module []byte, name string) []byte {
 // storeMany uploads the distinct packages once, as a backend does at
 // upload time: package directories and artifacts in store, compiled code
 // in cache.
-func storeMany(ctx context.Context, m manyOptions, cache string, store runtime.DirLoader, sdkDir string) (cKeys, goKeys []string, err error) {
+func storeMany(ctx context.Context, m manyOptions, cache string, store runtime.DirLoader, sdkDir string) (cKeys, goKeys, popcntKeys []string, err error) {
 	rt, err := runtime.New(ctx, runtime.Config{CompilationCacheDir: cache})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	defer rt.Close(ctx)
 	upload := func(key, from string) error {
@@ -174,7 +178,7 @@ func storeMany(ctx context.Context, m manyOptions, cache string, store runtime.D
 	for i := range m.cPackages {
 		key := fmt.Sprintf("c%d", i)
 		if err := upload(key, filepath.Join("testdata", "packages", "cgreet")); err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", key, err)
+			return nil, nil, nil, fmt.Errorf("%s: %w", key, err)
 		}
 		cKeys = append(cKeys, key)
 	}
@@ -183,13 +187,26 @@ func storeMany(ctx context.Context, m manyOptions, cache string, store runtime.D
 	for i := range m.goPackages {
 		key := fmt.Sprintf("go%d", i)
 		if err := upload(key, sdkDir); err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", key, err)
+			return nil, nil, nil, fmt.Errorf("%s: %w", key, err)
 		}
 		goKeys = append(goKeys, key)
 		debug.FreeOSMemory()
 	}
 	logf("   %d Go SDK packages uploaded in %v", m.goPackages, time.Since(start).Round(time.Millisecond))
-	return cKeys, goKeys, nil
+	if m.costPopcnt > 0 {
+		dir, err := popcntPackage(filepath.Dir(store.Packages), m.popcntOps)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		for i := range m.costPopcnt {
+			key := fmt.Sprintf("popcnt%d", i)
+			if err := upload(key, dir); err != nil {
+				return nil, nil, nil, fmt.Errorf("%s: %w", key, err)
+			}
+			popcntKeys = append(popcntKeys, key)
+		}
+	}
+	return cKeys, goKeys, popcntKeys, nil
 }
 
 // rss returns VmRSS after a collection that gives freed memory back.
@@ -206,12 +223,12 @@ func rss() (int64, error) {
 // benchCost opens many packages of each kind at once in a fresh runtime
 // and divides the RSS they add by their number: what one open package
 // really costs, against Package.ResidentBytes.
-func benchCost(ctx context.Context, m manyOptions, t *table, cache string, store runtime.DirLoader, cKeys, goKeys []string) error {
+func benchCost(ctx context.Context, m manyOptions, t *table, cache string, store runtime.DirLoader, cKeys, goKeys, popcntKeys []string) error {
 	for _, kind := range []struct {
 		name string
 		keys []string
 		n    int
-	}{{"C", cKeys, m.costC}, {"Go SDK", goKeys, m.costGo}} {
+	}{{"C", cKeys, m.costC}, {"Go SDK", goKeys, m.costGo}, {fmt.Sprintf("popcnt-heavy C (%d i8x16.popcnt)", m.popcntOps), popcntKeys, m.costPopcnt}} {
 		n := min(kind.n, len(kind.keys))
 		if n == 0 {
 			continue

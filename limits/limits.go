@@ -171,6 +171,18 @@ type Structure struct {
 	// with 2 instances at a time). Growth at run time is charged to the
 	// call's memory limit instead (TableElementBytes).
 	TableElements int64
+	// CompileCost bounds the compile cost of all the module's code: the
+	// sum over its instructions of their class's weight (internal/modcheck's
+	// compile cost model, measured per class on live chains of each:
+	// SIMD, loads and stores, division, conversions, calls, ALU, ...), a
+	// unit about a microsecond of compile CPU. Without it, a 2-byte
+	// instruction that compiles to many machine instructions made a
+	// function of 2 MiB (i8x16.popcnt) take 60 s and 4 GB.
+	CompileCost int64
+	// FunctionCompileCost bounds one function's compile cost: wazero holds
+	// a function's whole intermediate form at once, about 100 to 200
+	// bytes a unit at its peak.
+	FunctionCompileCost int64
 }
 
 // DefaultStructure returns the default structural bounds. The official Go
@@ -184,29 +196,33 @@ type Structure struct {
 // 11,774 elements. No real guest's branches carry more than 119 values in
 // all, and none has more than 132 type values. Each default is several times the largest real figure and
 // costs at most a few seconds and under a gigabyte to compile
-// (docs/security.md has the table).
+// (docs/security.md has the table), except the compile cost: the SDK's
+// is 2.23e7 (its largest function 2.2e5), near the default, because the
+// bound keeps any module's compilation near the SDK's own.
 func DefaultStructure() Structure {
 	return Structure{
-		Functions:      100_000,
-		FunctionSize:   2 * MiB,
-		CodeSize:       32 * MiB,
-		Nesting:        10_000,
-		LoopNesting:    1_000,
-		FunctionBlocks: 20_000,
-		ControlCost:    250_000_000,
-		BrTableTargets: 65_536,
-		ElementEntries: 1_000_000,
-		DataSegments:   100_000,
-		Globals:        10_000,
-		GlobalCost:     4_000_000,
-		Locals:         1_000_000,
-		LocalCost:      1_000_000_000,
-		BrTableCost:    5_000_000_000,
-		BranchValues:   1_000_000,
-		Types:          1_000,
-		TypeArity:      1_000,
-		TypeValues:     10_000,
-		TableElements:  DefaultTableElements,
+		Functions:           100_000,
+		FunctionSize:        2 * MiB,
+		CodeSize:            32 * MiB,
+		Nesting:             10_000,
+		LoopNesting:         1_000,
+		FunctionBlocks:      20_000,
+		ControlCost:         250_000_000,
+		BrTableTargets:      65_536,
+		ElementEntries:      1_000_000,
+		DataSegments:        100_000,
+		Globals:             10_000,
+		GlobalCost:          4_000_000,
+		Locals:              1_000_000,
+		LocalCost:           1_000_000_000,
+		BrTableCost:         5_000_000_000,
+		BranchValues:        1_000_000,
+		Types:               1_000,
+		TypeArity:           1_000,
+		TypeValues:          10_000,
+		TableElements:       DefaultTableElements,
+		CompileCost:         24_000_000,
+		FunctionCompileCost: 2_000_000,
 	}
 }
 
@@ -313,6 +329,8 @@ func (l Limits) Validate() error {
 		{"type arity limit", int64(l.Structure.TypeArity)},
 		{"type values limit", int64(l.Structure.TypeValues)},
 		{"table elements limit", l.Structure.TableElements},
+		{"compile cost limit", l.Structure.CompileCost},
+		{"function compile cost limit", l.Structure.FunctionCompileCost},
 	}
 	for _, p := range positive {
 		if p.v <= 0 {

@@ -24,6 +24,8 @@ func TestDefaultStructureCompileCostBounds(t *testing.T) {
 		{"type arity", int64(s.TypeArity), 1_000},
 		{"type values", int64(s.TypeValues), 10_000},
 		{"table elements", s.TableElements, 1_000_000},
+		{"compile cost", s.CompileCost, 24_000_000},
+		{"function compile cost", s.FunctionCompileCost, 2_000_000},
 	}
 	for _, c := range checks {
 		if c.got != c.want {
@@ -53,6 +55,8 @@ func TestValidateRefusesZeroCompileCostBounds(t *testing.T) {
 		{"type arity", func(s *Structure) { s.TypeArity = 0 }, "type arity limit"},
 		{"type values", func(s *Structure) { s.TypeValues = 0 }, "type values limit"},
 		{"table elements", func(s *Structure) { s.TableElements = 0 }, "table elements limit"},
+		{"compile cost", func(s *Structure) { s.CompileCost = 0 }, "compile cost limit"},
+		{"function compile cost", func(s *Structure) { s.FunctionCompileCost = -1 }, "function compile cost limit"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -62,7 +62,7 @@ func TestOpenKeepsNoModuleBytes(t *testing.T) {
 	if opened.checked.Source.Module != nil {
 		t.Errorf("the opened package keeps module.wasm's %d bytes", len(opened.checked.Source.Module))
 	}
-	if got, want := opened.ResidentBytes(), estimateResident(len(pkg.checked.metered), 0); got != want {
+	if got, want := opened.ResidentBytes(), estimateResident(pkg.checked.metered, 0); got != want {
 		t.Errorf("ResidentBytes %d, want %d (the metered module only)", got, want)
 	}
 	if got, want := opened.Hash(), pkg.Hash(); got != want {

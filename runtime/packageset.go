@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/subako/subako-runner/internal/modcheck"
 )
 
 // PackageLoader gives a PackageSet what it needs to open the package an
@@ -469,7 +471,7 @@ func (s *PackageSet) load(ctx context.Context, key string) (p *Package, churn in
 	if err != nil {
 		return nil, 0, fmt.Errorf("package %s: %w", key, err)
 	}
-	est := estimateResident(len(a.Metered), moduleSize(path, len(a.Metered)))
+	est := estimateResident(a.Metered, moduleSize(path, len(a.Metered)))
 	unreserve, churn, err := s.reserve(ctx, key, est)
 	if err != nil {
 		return nil, churn, err
@@ -723,21 +725,36 @@ func (s *PackageSet) Close(ctx context.Context) error {
 // the metered module it keeps (Artifact needs it), and module.wasm when
 // it keeps that too (a package from Load; Open only hashes it). wazero
 // does not report the first two; the estimate is linear in the metered
-// module's size, measured on C and Go packages (docs/embedding.md,
-// "Thousands of packages").
+// module's instructions, measured on C, Go and SIMD packages
+// (docs/embedding.md, "Thousands of packages").
 func (p *Package) ResidentBytes() int64 {
-	return estimateResident(len(p.checked.metered), len(p.checked.Source.Module))
+	return estimateResident(p.checked.metered, len(p.checked.Source.Module))
 }
 
-// estimateResident is ResidentBytes from the sizes of the metered module
-// and module.wasm.
-func estimateResident(metered, module int) int64 {
-	return residentFixed + residentPerMeteredByte*int64(metered)/2 + int64(module)
+// estimateResident is ResidentBytes from the metered module and the size
+// of module.wasm: the machine code the compile cost model predicts for the
+// metered module (modcheck.CodeBytes: each instruction by its class, so a
+// function of 131,072 i8x16.popcnt counts its 11 MB of code, not its 256
+// KiB), wazero's structures for the module, about 2.5 bytes per metered
+// byte, and a fixed part.
+func estimateResident(metered []byte, module int) int64 {
+	code, err := modcheck.CodeBytes(metered)
+	if err != nil {
+		// Not decodable: Open will refuse it; the linear estimate
+		// meanwhile.
+		code = residentFallbackPerByte * int64(len(metered))
+	}
+	return residentFixed + code + residentPerMeteredByte*int64(len(metered))/2 + int64(module)
 }
 
-// The estimate's coefficients (see ResidentBytes).
+// The estimate's coefficients (see ResidentBytes), measured by the bench's
+// "open … package: estimated resident bytes vs RSS added" rows.
 const (
 	residentFixed = 128 << 10
-	// residentPerMeteredByte is in halves: 5.5 bytes per metered byte.
-	residentPerMeteredByte = 11
+	// residentPerMeteredByte is in halves: 2.5 bytes of wazero's
+	// structures per metered byte, beside the machine code.
+	residentPerMeteredByte = 5
+	// residentFallbackPerByte is machine code per metered byte for a
+	// module the model cannot read: 3 for the Go SDK's and C's.
+	residentFallbackPerByte = 3
 )

@@ -467,15 +467,6 @@ func TestPackageSetRemove(t *testing.T) {
 	}
 }
 
-func TestEstimateResident(t *testing.T) {
-	for _, c := range []struct{ metered, module int }{{0, 0}, {50_000, 45_000}, {16_000_000, 14_000_000}} {
-		got := estimateResident(c.metered, c.module)
-		if got < int64(c.metered+c.module) || got < residentFixed {
-			t.Errorf("estimate(%d, %d) = %d: less than the bytes it keeps", c.metered, c.module, got)
-		}
-	}
-}
-
 func TestPackageSetLookupNeverOpens(t *testing.T) {
 	t.Parallel()
 	rt := newRuntime(t, nil)

@@ -430,6 +430,7 @@ func (c *checker) code() {
 	w := wasmbin.NewWalker(nil, 0)
 	st := &shape{limits: c.opts.Structure, types: c.m.Types}
 	st.globals = int64(len(c.m.Globals) + c.m.NumImported(wasmbin.KindGlobal) + meterGlobals)
+	st.compile = compileShape{limits: c.opts.Structure, imported: uint32(imported), globals: len(c.m.Globals) + c.m.NumImported(wasmbin.KindGlobal)}
 	st.mutable = meterGlobals
 	for _, g := range c.m.Globals {
 		if g.Type.Mutable {
@@ -551,6 +552,11 @@ type shape struct {
 	}
 	costFn    int   // the function that contributed most to cost
 	costFnVal int64 // its contribution
+
+	// ends counts the compiled blocks the function's instructions end
+	// without being blocks (blocksEnded); compile weighs its instructions.
+	ends    int
+	compile compileShape
 }
 
 func (s *shape) start(fn, size int, locals int64) {
@@ -558,7 +564,8 @@ func (s *shape) start(fn, size int, locals int64) {
 	s.locals, s.calls, s.fnBrCost = locals, 0, 0
 	s.arity, s.results, s.fnBranchVal = s.arity[:0], 0, 0
 	s.localsTotal = satAdd(s.localsTotal, locals)
-	s.open, s.loopDepth = s.open[:0], 0
+	s.open, s.loopDepth, s.ends = s.open[:0], 0, 0
+	s.compile.start(fn, locals)
 	if s.limits.FunctionSize > 0 && int64(size) > s.limits.FunctionSize {
 		over(&s.size, fn, int64(size))
 	}
@@ -576,6 +583,8 @@ func over(o *struct {
 }
 
 func (s *shape) note(in *wasmbin.Instr) {
+	s.compile.note(in)
+	s.ends += blocksEnded(in.Op)
 	switch in.Op {
 	case wasmbin.OpLoop, wasmbin.OpBlock, wasmbin.OpIf, wasmbin.OpTry, wasmbin.OpTryTable:
 		loop := in.Op == wasmbin.OpLoop
@@ -622,7 +631,8 @@ func (s *shape) note(in *wasmbin.Instr) {
 }
 
 func (s *shape) end() {
-	b := int64(s.blocks + s.loops)
+	s.compile.end()
+	b := int64(s.blocks + s.loops + s.ends)
 	s.cost += b * b
 	if b*b > s.costFnVal {
 		s.costFn, s.costFnVal = s.fn, b*b
@@ -636,10 +646,10 @@ func (s *shape) end() {
 		s.globalFn, s.globalFnVal, s.globalFnCalls = s.fn, g, sites
 	}
 	l := s.locals + 1 // the meter's counter
-	lc := satMul(satMul(l, l), int64(s.blocks)+1)
+	lc := satMul(satMul(l, l), int64(s.blocks+s.ends)+1)
 	s.localCost = satAdd(s.localCost, lc)
 	if lc > s.localFnVal {
-		s.localFn, s.localFnVal, s.localFnN, s.localFnB = s.fn, lc, l, int64(s.blocks)
+		s.localFn, s.localFnVal, s.localFnN, s.localFnB = s.fn, lc, l, int64(s.blocks+s.ends)
 	}
 	s.branchValues = satAdd(s.branchValues, s.fnBranchVal)
 	if s.fnBranchVal > s.branchFnVal {
@@ -732,6 +742,7 @@ func (s *shape) report(c *checker) {
 	if l := s.limits.BranchValues; l > 0 && s.branchValues > l {
 		c.add(CodeModuleTooComplex, "the branches would take too long to compile: they carry %d values in all (the sum over br, br_if and every br_table label of the values its target block takes), above the branch values limit of %d; %s carries %d", s.branchValues, l, c.funcName(s.branchFn), s.branchFnVal)
 	}
+	s.compile.report(c)
 	if l := s.limits.ControlCost; l > 0 && s.cost > l {
 		c.add(CodeModuleTooComplex, "the functions' control structure would take too long to compile: its cost (the sum over functions of the square of their block count, loops counted twice) is %d, above the limit of %d; %s contributes %d", s.cost, l, c.funcName(s.costFn), s.costFnVal)
 	}

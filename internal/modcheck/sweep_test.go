@@ -598,23 +598,7 @@ func sweepChild(t *testing.T, spec string) {
 // peakRSS is this process's peak resident set (VmHWM), in bytes. The
 // kernel's rusage of a child is no use here: it counts the parent's
 // resident set at the fork.
-func peakRSS(t *testing.T) int64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		t.Skipf("no /proc/self/status: %v", err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return kb << 10
-		}
-	}
-	t.Fatal("no VmHWM in /proc/self/status")
-	return 0
-}
+func peakRSS(t *testing.T) int64 { return procStatus(t, "VmHWM:") }
 
 // runSweepChild runs one measurement in a fresh process.
 func runSweepChild(t *testing.T, dim string, n int, timeout time.Duration) (sweepRun, error) {

@@ -241,9 +241,9 @@ var list = []mutant{
 		from: `		case s.ID == SectionCustom && s.Name == "name":
 		default:`, to: `		default:`},
 	{id: "types/values-default-tenfold", file: "limits/limits.go",
-		from: `		TypeValues:     10_000,`, to: `		TypeValues:     100_000,`, pkgs: []string{"./internal/modcheck"}},
+		from: `		TypeValues:          10_000,`, to: `		TypeValues:          100_000,`, pkgs: []string{"./internal/modcheck"}},
 	{id: "types/types-default-tenfold", file: "limits/limits.go",
-		from: `		Types:          1_000,`, to: `		Types:          10_000,`, pkgs: []string{"./internal/modcheck"}},
+		from: `		Types:               1_000,`, to: `		Types:               10_000,`, pkgs: []string{"./internal/modcheck"}},
 	// Host calls and the tick's grant (hostcall.go, leaf.go, meter.go),
 	// bulk instructions as leaves, and the upload's own validation
 	// (internal/compile): the red team's round four.
@@ -265,4 +265,36 @@ var list = []mutant{
 		from: "\t\t\tfr.seg = fr.storeLevel(fr.seg, true)\n\t\t\tfr.writeback()\n\t\t\tfr.copy(expr)\n\t\t\tdead, fr.deadDepth", to: "\t\t\tfr.writeback()\n\t\t\tfr.copy(expr)\n\t\t\tdead, fr.deadDepth"},
 	{id: "compile/r4-upload-validation-ignored-when-metered", file: "internal/compile/validate.go",
 		from: "\tif err != nil {\n\t\treturn nil, err\n\t}\n\treturn r.metered, r.err", to: "\tif err != nil && r.err != nil {\n\t\treturn nil, err\n\t}\n\treturn r.metered, r.err"},
+	// Upload: the structural bounds and the compile cost model
+	// (internal/modcheck: check.go, compilecost.go).
+	{id: "modcheck/params-not-locals", file: "internal/modcheck/check.go",
+		from: `			locals += int64(len(c.m.Types[c.m.Functions[i]].Params))`, to: `			locals += 0`},
+	{id: "modcheck/brtable-cost-per-function", file: "internal/modcheck/check.go",
+		from: `	if l := s.limits.BrTableCost; l > 0 && s.brCost > l {`, to: `	if l := s.limits.BrTableCost; l > 0 && s.brFnVal > l {`},
+	{id: "modcheck/compile-cost-per-function-only", file: "internal/modcheck/compilecost.go",
+		from: `	if l := s.limits.CompileCost; l > 0 && s.total > l {`, to: `	if l := s.limits.CompileCost; l > 0 && s.topVal > l {`},
+	{id: "modcheck/function-compile-cost-off-by-one", file: "internal/modcheck/compilecost.go",
+		from: `	if l := s.limits.FunctionCompileCost; l > 0 && v > l {`, to: `	if l := s.limits.FunctionCompileCost; l > 0 && v > l+1 {`},
+	{id: "modcheck/simd-weighed-as-alu", file: "internal/modcheck/compilecost.go",
+		from: `	case wasmbin.PrefixSIMD:
+		return classSIMD`, to: `	case wasmbin.PrefixSIMD:
+		return classALU`},
+	{id: "modcheck/division-weighed-as-alu", file: "internal/modcheck/compilecost.go",
+		from: `	case b >= 0x6d && b <= 0x70, b >= 0x7f && b <= 0x82: // div, rem`, to: `	case b >= 0x6d && b <= 0x6f, b >= 0x7f && b <= 0x82: // div, rem`},
+	{id: "modcheck/host-call-weighed-as-call", file: "internal/modcheck/compilecost.go",
+		from: `		if importedCall {`, to: `		if false {`},
+	{id: "modcheck/checked-local-ignores-writes", file: "internal/modcheck/compilecost.go",
+		from: `			f.version[in.Index]++`, to: `			_ = in.Index`},
+	{id: "modcheck/global-kept-across-calls", file: "internal/modcheck/compilecost.go",
+		from: `			v = v<<32 | f.calls&(1<<32-1)`, to: `			v = v << 32`},
+	{id: "modcheck/store-elided-like-a-load", file: "internal/modcheck/compilecost.go",
+		from: `		return op >= 0x28 && op <= 0x35`, to: `		return op >= 0x28 && op <= 0x3e`},
+	{id: "modcheck/br-if-not-a-block", file: "internal/modcheck/compilecost.go",
+		from: `	case wasmbin.OpBrIf, wasmbin.OpBrTable,`, to: `	case wasmbin.OpBrTable,`},
+	{id: "modcheck/grow-not-a-block", file: "internal/modcheck/compilecost.go",
+		from: `wasmbin.OpCallRef, wasmbin.OpMemoryGrow:`, to: `wasmbin.OpCallRef:`},
+	{id: "modcheck/fill-one-block", file: "internal/modcheck/compilecost.go",
+		from: `		return 3
+	}`, to: `		return 1
+	}`},
 }
