@@ -50,7 +50,9 @@ func (c *Call) roundTrips(ctx context.Context, r *parsedRequest, body *bodySourc
 			}
 		}
 		// Credentials only on the origin the guest asked for: never across
-		// a redirect to another host, port or scheme.
+		// a redirect to another host, port or scheme. An entry names no
+		// scheme, so without the scheme comparison a redirect from
+		// https://h:P to http://h:P would send the credential in the clear.
 		if len(ent.creds) > 0 && cur.Scheme == originScheme && resolveKey(host, port) == origin {
 			for _, cr := range ent.creds {
 				v, ok := cr.Value(ctx)

@@ -77,6 +77,12 @@ var list = []mutant{
 		if e := c.policy.checkDestination(a); e != nil {`},
 	{id: "redirect/one-more-hop", file: "hostmod/subakohttp/redirect.go",
 		from: `if hop+1 > c.cfg.Limits.HTTPRedirects {`, to: `if hop > c.cfg.Limits.HTTPRedirects {`},
+	// An entry "h:P" allows both schemes on P, so only the scheme tells
+	// https://h:P from http://h:P, where a credential would go in the clear.
+	{id: "redirect/credential-across-scheme", file: "hostmod/subakohttp/redirect.go",
+		from: `cur.Scheme == originScheme && resolveKey`, to: `(cur.Scheme == originScheme || true) && resolveKey`},
+	{id: "redirect/credential-on-upgrade", file: "hostmod/subakohttp/redirect.go",
+		from: `cur.Scheme == originScheme && resolveKey`, to: `(cur.Scheme == originScheme || cur.Scheme == "https") && resolveKey`},
 	{id: "classify/budget-unchecked", file: "hostmod/subakohttp/classify.go",
 		from: `b != nil && !b.Reserve(int64(n))`, to: `b != nil && !b.Reserve(int64(n)) && false`},
 
