@@ -244,7 +244,9 @@ func TestIDPathBounds(t *testing.T) {
 	if _, _, ok := p.cancel(json.RawMessage("0")); ok {
 		t.Error("the first request released is still held")
 	}
-	big := func(c byte) json.RawMessage { return json.RawMessage(`"` + strings.Repeat(string(c), maxOrphanBytes/3) + `"`) }
+	big := func(c byte) json.RawMessage {
+		return json.RawMessage(`"` + strings.Repeat(string(c), maxOrphanBytes/3) + `"`)
+	}
 	for c := range byte(8) {
 		p.release(p.request(big('a' + c)))
 	}
