@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/http"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -78,10 +77,8 @@ func runInspect(ctx context.Context, e *env, h *hostFlags, f *inspectFlags, path
 		return fail(e, "--listen: %v", err)
 	}
 	conns := loopback.NewConnLimiter(loopback.DefaultMaxConns)
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: loopback.ReadHeaderTimeout, IdleTimeout: loopback.IdleTimeout, ConnState: conns.ConnState,
-		// Requests end with the command: a call in flight stops on
-		// SIGINT/SIGTERM instead of running to its limit.
-		BaseContext: func(net.Listener) context.Context { return ctx }}
+	// Requests end with the command (a call in flight stops on SIGINT/SIGTERM).
+	hs := conns.Server(ctx, srv)
 	done := make(chan error, 1)
 	go func() { done <- hs.Serve(conns.Listener(ln)) }()
 	fmt.Fprintf(e.stderr, "subako-runner: inspecting %s; open this URL (Ctrl-C stops):\n", path)

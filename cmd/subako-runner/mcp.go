@@ -146,10 +146,8 @@ func runMCP(ctx context.Context, e *env, h *hostFlags, c *callFlags, m *mcpFlags
 	conns := loopback.NewConnLimiter(loopback.DefaultMaxConns)
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", srv.Handler())
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: loopback.ReadHeaderTimeout, IdleTimeout: loopback.IdleTimeout, ConnState: conns.ConnState,
-		// Requests end with the command: a stateless call's instance
-		// stops on SIGINT/SIGTERM instead of running to its limit.
-		BaseContext: func(net.Listener) context.Context { return ctx }}
+	// Requests end with the command (a call in flight stops on SIGINT/SIGTERM).
+	hs := conns.Server(ctx, mux)
 	fmt.Fprintf(e.stderr, "subako-runner: serving %s (%s) over Streamable HTTP at http://%s/mcp\n", pkg.Name(), tools, ln.Addr())
 	done := make(chan error, 1)
 	go func() { done <- hs.Serve(conns.Listener(ln)) }()

@@ -154,17 +154,25 @@ func (s *Server) routes() {
 
 // ServeHTTP checks where the request comes from and that it carries the
 // token, then serves it.
+//
+// A refused request is answered from its headers alone, and its connection
+// closed: its body is never read (the server would otherwise wait for the
+// rest of it before answering, as long as a client takes to send it).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	refuse := func(msg string, status int) {
+		w.Header().Set("Connection", "close")
+		http.Error(w, msg, status)
+	}
 	if !loopback.HostAllowed(r.Host, s.cfg.AllowedHosts, false) {
-		http.Error(w, "inspect: Host "+r.Host+" is not this server's (DNS rebinding is refused)", http.StatusMisdirectedRequest)
+		refuse("inspect: Host "+r.Host+" is not this server's (DNS rebinding is refused)", http.StatusMisdirectedRequest)
 		return
 	}
 	if o := r.Header.Get("Origin"); o != "" && o != "http://"+r.Host {
-		http.Error(w, "inspect: cross-origin request refused", http.StatusForbidden)
+		refuse("inspect: cross-origin request refused", http.StatusForbidden)
 		return
 	}
 	if !s.authorized(w, r) {
-		http.Error(w, "inspect: missing or wrong token: open the URL subako-runner printed", http.StatusUnauthorized)
+		refuse("inspect: missing or wrong token: open the URL subako-runner printed", http.StatusUnauthorized)
 		return
 	}
 	w.Header().Set("X-Content-Type-Options", "nosniff")
