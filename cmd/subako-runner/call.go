@@ -39,7 +39,10 @@ func newCallCmd(a *app) *cobra.Command {
 		Long:  "Check and discover PACKAGE, then call TOOL once with ARGS_JSON (default {}) in a fresh\ninstance, and print the view the model reads.",
 		Args:  positionals([]string{"PACKAGE", "TOOL", "ARGS_JSON"}, 2, 3),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			arguments, err := readArgs(a.e, argsFile, args[2:])
+			arguments, err := readArgs(a.ctx, a.e, argsFile, args[2:])
+			if code, ok := interrupted(a.ctx, a.e, err); ok {
+				return status(code)
+			}
 			if err != nil {
 				return usageErr(cmd, "%v", err)
 			}

@@ -8,11 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/subako/subako-runner/internal/regfile"
 	"github.com/subako/subako-runner/limits"
 	"github.com/subako/subako-runner/protocol"
 	"github.com/subako/subako-runner/runtime"
@@ -235,17 +235,53 @@ func compact(raw json.RawMessage) string {
 	return b.String()
 }
 
+// maxArgs bounds ARGS_JSON read from a file or stdin: the bound of what
+// inspect's page may send, far more than any tool's arguments.
+const maxArgs = 16 << 20
+
 // readArgs reads ARGS_JSON from the argument, --args-file FILE, or stdin.
-func readArgs(e *env, argsFile string, rest []string) (json.RawMessage, error) {
+// A file must be a regular one (a FIFO or /dev/zero is refused by type);
+// stdin is read up to maxArgs bytes, and the read ends when ctx does
+// (SIGINT/SIGTERM), however long stdin takes to end.
+func readArgs(ctx context.Context, e *env, argsFile string, rest []string) (json.RawMessage, error) {
 	switch {
 	case argsFile != "" && len(rest) > 0:
 		return nil, errors.New("give ARGS_JSON or --args-file, not both")
 	case argsFile == "-":
-		return io.ReadAll(e.stdin)
+		return readBounded(ctx, e.stdin, maxArgs, "ARGS_JSON on stdin")
 	case argsFile != "":
-		return os.ReadFile(argsFile)
+		b, err := regfile.ReadFile(argsFile, maxArgs)
+		var tooLarge *regfile.TooLargeError
+		if errors.As(err, &tooLarge) {
+			return nil, fmt.Errorf("--args-file %s is over %d MiB", argsFile, maxArgs>>20)
+		}
+		return b, err
 	case len(rest) > 0:
 		return json.RawMessage(rest[0]), nil
 	}
 	return json.RawMessage("{}"), nil
+}
+
+// readBounded reads r to its end, at most limit bytes (what names it in
+// the error), or until ctx ends: the read goes on in the background then,
+// and the process exits past it.
+func readBounded(ctx context.Context, r io.Reader, limit int64, what string) ([]byte, error) {
+	type read struct {
+		b   []byte
+		err error
+	}
+	done := make(chan read, 1)
+	go func() {
+		b, err := io.ReadAll(io.LimitReader(r, limit+1))
+		done <- read{b, err}
+	}()
+	select {
+	case res := <-done:
+		if int64(len(res.b)) > limit {
+			return nil, fmt.Errorf("%s is over %d MiB", what, limit>>20)
+		}
+		return res.b, res.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
