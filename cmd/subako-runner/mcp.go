@@ -14,6 +14,7 @@ import (
 
 	"github.com/subako/subako-runner/cmd/subako-runner/internal/loopback"
 	"github.com/subako/subako-runner/cmd/subako-runner/internal/mcpserve"
+	"github.com/subako/subako-runner/internal/text"
 	"github.com/subako/subako-runner/runtime"
 )
 
@@ -176,7 +177,7 @@ func reportRejectedOnStderr(ctx context.Context, e *env, path string, err error)
 	var b strings.Builder
 	fmt.Fprintf(&b, "subako-runner: %s was rejected, nothing is served: %d problem(s)\n", path, len(rej.Rejections))
 	for _, r := range rej.Rejections {
-		fmt.Fprintf(&b, "  %s: %s\n", r.Code, r.Message)
+		fmt.Fprintf(&b, "  %s: %s\n", r.Code, text.Terminal(r.Message))
 	}
 	if rej.Crash != nil {
 		printStderr(&b, rej.Crash.Stderr)
