@@ -42,6 +42,9 @@ func newInspectCmd(a *app) *cobra.Command {
 			if f.listen, err = loopback.ListenAddr(f.listen, f.allowRemote, "--listen", "--listen-allow-remote"); err != nil {
 				return usageErr(cmd, "%v", err)
 			}
+			if f.allowedHosts, err = loopback.NormalizeHosts(f.allowedHosts, "--listen-allow-host"); err != nil {
+				return usageErr(cmd, "%v", err)
+			}
 			return status(runInspect(a.ctx, a.e, &h, &f, args[0], req))
 		},
 	}

@@ -61,6 +61,9 @@ func newMCPCmd(a *app) *cobra.Command {
 			} else if m.allowRemote || len(m.allowedHosts) > 0 || len(m.allowedOrigins) > 0 {
 				return usageErr(cmd, "--http-allow-remote, --http-allow-host and --allow-origin need --http")
 			}
+			if m.allowedHosts, err = loopback.NormalizeHosts(m.allowedHosts, "--http-allow-host"); err != nil {
+				return usageErr(cmd, "%v", err)
+			}
 			if m.allowedOrigins, err = mcpserve.NormalizeOrigins(m.allowedOrigins); err != nil {
 				return usageErr(cmd, "--allow-origin: %v", err)
 			}

@@ -22,9 +22,29 @@ import (
 //go:embed assets
 var assets embed.FS
 
-// tokenCookie carries the token after the first page load, so the page's
-// own requests (assets, downloads, img src) need not repeat it in the URL.
-const tokenCookie = "subako_inspect_token"
+// tokenCookiePrefix, followed by the server's port, names the cookie that
+// carries the token after the first page load, so the page's own requests
+// (assets, downloads, img src) need not repeat it in the URL. A browser
+// keeps cookies per host, not per port: with one name for all, two inspect
+// pages open at once overwrote each other's token.
+const tokenCookiePrefix = "subako_inspect_token_"
+
+// tokenCookie is the name of the token's cookie for a request to the
+// server listening on its local address (the Host's port when unknown).
+func tokenCookie(r *http.Request) string {
+	port := hostPort(r.Host)
+	if a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
+		port = hostPort(a.String())
+	}
+	return tokenCookiePrefix + port
+}
+
+func hostPort(hostport string) string {
+	if _, p, err := net.SplitHostPort(hostport); err == nil && p != "" {
+		return p
+	}
+	return "80"
+}
 
 // tokenHeader is how scripts and API clients present the token.
 const tokenHeader = "X-Subako-Token"
@@ -188,11 +208,11 @@ func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
 	if s.tokenOK(r.Header.Get(tokenHeader)) {
 		return true
 	}
-	if c, err := r.Cookie(tokenCookie); err == nil && s.tokenOK(c.Value) {
+	if c, err := r.Cookie(tokenCookie(r)); err == nil && s.tokenOK(c.Value) {
 		return true
 	}
 	if s.tokenOK(r.URL.Query().Get("token")) {
-		http.SetCookie(w, &http.Cookie{Name: tokenCookie, Value: s.token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+		http.SetCookie(w, &http.Cookie{Name: tokenCookie(r), Value: s.token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
 		return true
 	}
 	return false

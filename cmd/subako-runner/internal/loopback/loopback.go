@@ -295,3 +295,26 @@ func (c *limitConn) Close() error {
 	c.once.Do(func() { c.cl.forget(c) })
 	return c.Conn.Close()
 }
+
+// NormalizeHosts returns the names of a --http-allow-host or
+// --listen-allow-host flag (named flag in the error) as HostAllowed
+// compares them: spaces around a name trimmed (as the --allow-host
+// allowlist trims its entries), lowercased, without brackets or a trailing
+// dot. A name that is empty, holds a space, a port or a path is refused
+// with a message rather than kept to never match.
+func NormalizeHosts(names []string, flag string) ([]string, error) {
+	var out []string
+	for _, raw := range names {
+		n := strings.TrimSuffix(strings.ToLower(strings.Trim(strings.TrimSpace(raw), "[]")), ".")
+		switch {
+		case n == "":
+			return nil, fmt.Errorf("%s %q: empty host name", flag, raw)
+		case strings.ContainsAny(n, " \t/?#@"):
+			return nil, fmt.Errorf("%s %q: want a host name or IP address alone, e.g. mybox.local", flag, raw)
+		case strings.Count(n, ":") == 1:
+			return nil, fmt.Errorf("%s %q: give the name without a port (any port of this server is answered)", flag, raw)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}

@@ -243,3 +243,22 @@ func waitUntil(t testing.TB, cond func() bool) {
 		}
 	}
 }
+
+// TestNormalizeHosts: the names of --http-allow-host and
+// --listen-allow-host are trimmed like --allow-host's entries (" Box" was
+// kept with its space and never matched), and a name that cannot be one is
+// refused with a message.
+func TestNormalizeHosts(t *testing.T) {
+	got, err := NormalizeHosts([]string{" MyBox.Local. ", "\t10.0.0.2", "[::2]", "::3"}, "--http-allow-host")
+	if err != nil || strings.Join(got, ",") != "mybox.local,10.0.0.2,::2,::3" {
+		t.Errorf("got %q, %v", got, err)
+	}
+	if !HostAllowed("mybox.local:8080", got, false) {
+		t.Error("a trimmed name does not match its Host")
+	}
+	for _, bad := range []string{"", "  ", "my box", "box:8080", "http://box", "box/x"} {
+		if _, err := NormalizeHosts([]string{bad}, "--http-allow-host"); err == nil || !strings.Contains(err.Error(), "--http-allow-host") {
+			t.Errorf("%q: %v, want a refusal naming the flag", bad, err)
+		}
+	}
+}
