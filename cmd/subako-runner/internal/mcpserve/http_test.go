@@ -151,7 +151,7 @@ func TestDNSRebinding(t *testing.T) {
 
 // rawPost sends one JSON-RPC message as a Streamable HTTP client would and
 // returns the response with its body read.
-func rawPost(t *testing.T, url, session, version, body string) (*http.Response, string) {
+func rawPost(t testing.TB, url, session, version, body string) (*http.Response, string) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
