@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/subako/subako-runner/cmd/subako-runner/internal/loopback"
+	"github.com/subako/subako-runner/cmd/subako-runner/internal/loopback/loopbacktest"
 )
 
 // serveLikeTheCLI serves a greet package's inspect page on loopback as
@@ -37,32 +37,13 @@ func serveLikeTheCLI(t *testing.T) (*Server, string, *loopback.ConnLimiter) {
 	return srv, ln.Addr().String(), conns
 }
 
-// slowCalls opens n connections that each send a POST /api/call's headers
-// (with extra, e.g. the token) and the first byte of a 1,000-byte body.
-func slowCalls(t *testing.T, addr string, n int, extra string) []net.Conn {
-	t.Helper()
-	var conns []net.Conn
-	for range n {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		if _, err := fmt.Fprintf(c, "POST /api/call HTTP/1.1\r\nHost: %s\r\n%sContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{", addr, extra); err != nil {
-			t.Fatal(err)
-		}
-		conns = append(conns, c)
-	}
-	return conns
-}
-
 // TestRefusalDoesNotWaitForTheBody: a request without the token is
 // answered 401 while its body is still unsent, and its connection closed
 // (before, the 401 waited for the whole body: a client sending a byte every
 // few seconds held the connection as long as it liked).
 func TestRefusalDoesNotWaitForTheBody(t *testing.T) {
 	_, addr, _ := serveLikeTheCLI(t)
-	c := slowCalls(t, addr, 1, "")[0]
+	c := loopbacktest.SlowBodies(t, addr, "/api/call", 1, "")[0]
 	c.SetReadDeadline(time.Now().Add(time.Minute)) // a bound on a hang, not a measure
 	br := bufio.NewReader(c)
 	resp, err := http.ReadResponse(br, nil)
@@ -85,12 +66,8 @@ func TestRefusalDoesNotWaitForTheBody(t *testing.T) {
 // it took.
 func TestInspectSlowBodyFlood(t *testing.T) {
 	srv, addr, conns := serveLikeTheCLI(t)
-	slow := slowCalls(t, addr, loopback.DefaultMaxConns, tokenHeader+": "+srv.Token()+"\r\n")
-	for deadline := time.Now().Add(time.Minute); conns.Len() < loopback.DefaultMaxConns; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the flood's connections were not all counted in a minute")
-		}
-	}
+	slow := loopbacktest.SlowBodies(t, addr, "/api/call", loopback.DefaultMaxConns, tokenHeader+": "+srv.Token()+"\r\n")
+	loopbacktest.WaitUntil(t, "every connection counted", func() bool { return conns.Len() == loopback.DefaultMaxConns })
 	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/api/package", nil)
 	req.Header.Set(tokenHeader, srv.Token())
 	resp, err := http.DefaultClient.Do(req)
@@ -101,15 +78,7 @@ func TestInspectSlowBodyFlood(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Errorf("status %d", resp.StatusCode)
 	}
-	open := 0
-	for _, c := range slow {
-		c.SetReadDeadline(time.Now().Add(10 * time.Millisecond))
-		_, err := c.Read(make([]byte, 1))
-		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() {
-			open++
-		}
-	}
+	open := loopbacktest.StillOpen(slow)
 	if open != loopback.DefaultMaxConns-1 {
 		t.Errorf("%d slow connections still open, want %d", open, loopback.DefaultMaxConns-1)
 	}

@@ -3,13 +3,14 @@ package loopback
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/subako/subako-runner/cmd/subako-runner/internal/loopback/loopbacktest"
 )
 
 func TestListenAddr(t *testing.T) {
@@ -106,42 +107,6 @@ func TestConnLimiter(t *testing.T) {
 	}
 }
 
-// slowBodies opens n connections to addr that each send a POST's headers
-// and the first byte of a body of 1,000 and no more (the slow-body
-// flood), and returns them once the limiter counts n connections.
-func slowBodies(t testing.TB, addr, path string, n int, headers string) []net.Conn {
-	t.Helper()
-	var conns []net.Conn
-	for range n {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		if _, err := fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n%s\r\n{", path, addr, headers); err != nil {
-			t.Fatal(err)
-		}
-		conns = append(conns, c)
-	}
-	return conns
-}
-
-// closedByServer reports which of conns the server has closed: a read
-// ends at once with EOF (or a reset) on those, and waits out a short
-// deadline on the others.
-func closedByServer(conns []net.Conn) int {
-	closed := 0
-	for _, c := range conns {
-		c.SetReadDeadline(time.Now().Add(10 * time.Millisecond))
-		_, err := c.Read(make([]byte, 1))
-		var ne net.Error
-		if !errors.As(err, &ne) || !ne.Timeout() {
-			closed++
-		}
-	}
-	return closed
-}
-
 // TestSlowBodiesAreShed: connections whose request bodies come a byte at a
 // time count as waiting, not busy: at the bound a new client is served by
 // closing the one waiting longest (before, 256 slow bodies held every
@@ -182,9 +147,9 @@ func TestSlowBodiesAreShed(t *testing.T) {
 			held <- err
 		}()
 	}
-	waitUntil(t, func() bool { return cl.Busy() == 2 })
-	slow := slowBodies(t, addr, "/", max-2, "")
-	waitUntil(t, func() bool { return cl.Len() == max })
+	loopbacktest.WaitUntil(t, "two requests in flight", func() bool { return cl.Busy() == 2 })
+	slow := loopbacktest.SlowBodies(t, addr, "/", max-2, "")
+	loopbacktest.WaitUntil(t, "every connection counted", func() bool { return cl.Len() == max })
 	for i := range max {
 		resp, err := (&http.Client{Timeout: time.Minute}).Post("http://"+addr+"/", "text/plain", strings.NewReader("hello"))
 		if err != nil {
@@ -198,7 +163,7 @@ func TestSlowBodiesAreShed(t *testing.T) {
 	}
 	// The clients came one after the other on one keep-alive connection:
 	// it took the place of one slow body.
-	if n := closedByServer(slow); n != 1 {
+	if n := len(slow) - loopbacktest.StillOpen(slow); n != 1 {
 		t.Errorf("%d of %d slow bodies closed, want the one that made room", n, max-2)
 	}
 	select {
@@ -223,7 +188,7 @@ func TestSlowBodiesAreShed(t *testing.T) {
 	}
 	go hs2.Serve(short.Listener(inner2))
 	t.Cleanup(func() { hs2.Close() })
-	slowBodies(t, inner2.Addr().String(), "/", 1, "")
+	loopbacktest.SlowBodies(t, inner2.Addr().String(), "/", 1, "")
 	select {
 	case err := <-timedOut:
 		var ne net.Error
@@ -232,33 +197,5 @@ func TestSlowBodiesAreShed(t *testing.T) {
 		}
 	case <-time.After(time.Minute):
 		t.Fatal("a body past its deadline was waited for")
-	}
-}
-
-func waitUntil(t testing.TB, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(time.Minute); !cond(); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached in a minute")
-		}
-	}
-}
-
-// TestNormalizeHosts: the names of --http-allow-host and
-// --listen-allow-host are trimmed like --allow-host's entries (" Box" was
-// kept with its space and never matched), and a name that cannot be one is
-// refused with a message.
-func TestNormalizeHosts(t *testing.T) {
-	got, err := NormalizeHosts([]string{" MyBox.Local. ", "\t10.0.0.2", "[::2]", "::3"}, "--http-allow-host")
-	if err != nil || strings.Join(got, ",") != "mybox.local,10.0.0.2,::2,::3" {
-		t.Errorf("got %q, %v", got, err)
-	}
-	if !HostAllowed("mybox.local:8080", got, false) {
-		t.Error("a trimmed name does not match its Host")
-	}
-	for _, bad := range []string{"", "  ", "my box", "box:8080", "http://box", "box/x"} {
-		if _, err := NormalizeHosts([]string{bad}, "--http-allow-host"); err == nil || !strings.Contains(err.Error(), "--http-allow-host") {
-			t.Errorf("%q: %v, want a refusal naming the flag", bad, err)
-		}
 	}
 }

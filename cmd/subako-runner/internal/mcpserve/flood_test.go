@@ -3,8 +3,6 @@ package mcpserve
 import (
 	"bufio"
 	"context"
-	"errors"
-	"fmt"
 	"net"
 	"net/http"
 	"strings"
@@ -12,6 +10,7 @@ import (
 	"time"
 
 	"github.com/subako/subako-runner/cmd/subako-runner/internal/loopback"
+	"github.com/subako/subako-runner/cmd/subako-runner/internal/loopback/loopbacktest"
 )
 
 // serveLikeTheCLI serves srv on loopback as `mcp --http` does (the
@@ -32,50 +31,6 @@ func serveLikeTheCLI(t testing.TB, srv *Server) (string, *loopback.ConnLimiter) 
 	return ln.Addr().String(), conns
 }
 
-// slowInitializes opens n connections that each send an initialize POST's
-// headers (with extra, e.g. a session id) and the first byte of its body
-// of 1,000 bytes, and no more.
-func slowInitializes(t testing.TB, addr string, n int, extra string) []net.Conn {
-	t.Helper()
-	var conns []net.Conn
-	for range n {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		_, err = fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n%sContent-Length: 1000\r\n\r\n{", addr, extra)
-		if err != nil {
-			t.Fatal(err)
-		}
-		conns = append(conns, c)
-	}
-	return conns
-}
-
-func waitCond(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(time.Minute); !cond(); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not reached in a minute", what)
-		}
-	}
-}
-
-// openSlow counts the connections of conns the server has not closed.
-func openSlow(conns []net.Conn) int {
-	open := 0
-	for _, c := range conns {
-		c.SetReadDeadline(time.Now().Add(10 * time.Millisecond))
-		_, err := c.Read(make([]byte, 1))
-		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() {
-			open++
-		}
-	}
-	return open
-}
-
 // TestSlowBodyFlood: while 256 connections (every connection the server
 // holds) each send an initialize body a byte at a time, a new client gets
 // its session (before, every new connection was reset), and the slow
@@ -85,13 +40,13 @@ func TestSlowBodyFlood(t *testing.T) {
 	srv := New(f.load(t, testdata+"packages/cgreet"), Options{Logger: f.log})
 	t.Cleanup(func() { srv.Close(context.Background()) })
 	addr, conns := serveLikeTheCLI(t, srv)
-	slow := slowInitializes(t, addr, loopback.DefaultMaxConns, "")
-	waitCond(t, "every connection counted", func() bool { return conns.Len() == loopback.DefaultMaxConns })
+	slow := loopbacktest.SlowBodies(t, addr, "/mcp", loopback.DefaultMaxConns, "")
+	loopbacktest.WaitUntil(t, "every connection counted", func() bool { return conns.Len() == loopback.DefaultMaxConns })
 	resp, body := rawPost(t, "http://"+addr+"/mcp", "", "", initializeBody)
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("Mcp-Session-Id") == "" {
 		t.Fatalf("a new client during the flood: %d %s", resp.StatusCode, body)
 	}
-	if n := openSlow(slow); n != loopback.DefaultMaxConns-1 {
+	if n := loopbacktest.StillOpen(slow); n != loopback.DefaultMaxConns-1 {
 		t.Errorf("%d slow connections still open, want %d", n, loopback.DefaultMaxConns-1)
 	}
 }
@@ -105,8 +60,8 @@ func TestSlowBodiesHoldNoSession(t *testing.T) {
 	srv := New(f.load(t, testdata+"packages/cgreet"), Options{Logger: f.log, MaxSessions: max})
 	t.Cleanup(func() { srv.Close(context.Background()) })
 	addr, conns := serveLikeTheCLI(t, srv)
-	slowInitializes(t, addr, 2*max, "")
-	waitCond(t, "every connection counted", func() bool { return conns.Len() == 2*max })
+	loopbacktest.SlowBodies(t, addr, "/mcp", 2*max, "")
+	loopbacktest.WaitUntil(t, "every connection counted", func() bool { return conns.Len() == 2*max })
 	for i := range max {
 		resp, body := rawPost(t, "http://"+addr+"/mcp", "", "", initializeBody)
 		if resp.StatusCode != http.StatusOK {
@@ -124,7 +79,7 @@ func TestUnknownSessionIsNotRead(t *testing.T) {
 	srv := New(f.load(t, testdata+"packages/cgreet"), Options{Logger: f.log})
 	t.Cleanup(func() { srv.Close(context.Background()) })
 	addr, _ := serveLikeTheCLI(t, srv)
-	c := slowInitializes(t, addr, 1, "Mcp-Session-Id: made-up\r\n")[0]
+	c := loopbacktest.SlowBodies(t, addr, "/mcp", 1, "Mcp-Session-Id: made-up\r\n")[0]
 	c.SetReadDeadline(time.Now().Add(time.Minute)) // a bound on a hang, not a measure
 	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 	if err != nil {
@@ -144,8 +99,8 @@ func BenchmarkAnswerDuringSlowBodyFlood(b *testing.B) {
 	srv := New(f.load(b, testdata+"packages/cgreet"), Options{Logger: f.log, MaxSessions: 1 << 20})
 	b.Cleanup(func() { srv.Close(context.Background()) })
 	addr, conns := serveLikeTheCLI(b, srv)
-	slowInitializes(b, addr, loopback.DefaultMaxConns, "")
-	waitCond(b, "every connection counted", func() bool { return conns.Len() == loopback.DefaultMaxConns })
+	loopbacktest.SlowBodies(b, addr, "/mcp", loopback.DefaultMaxConns, "")
+	loopbacktest.WaitUntil(b, "every connection counted", func() bool { return conns.Len() == loopback.DefaultMaxConns })
 	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 	b.ResetTimer()
 	for b.Loop() {
