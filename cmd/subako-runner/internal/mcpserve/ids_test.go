@@ -185,12 +185,7 @@ func TestCancelFloodStoresNothing(t *testing.T) {
 	table := &sessionTable{srv: srv, max: 4, byID: map[string]*sessionUse{}}
 	ts := httptest.NewServer(srv.handler(table))
 	t.Cleanup(ts.Close)
-	resp, body := rawPost(t, ts.URL, "", "", initializeBody)
-	session := resp.Header.Get("Mcp-Session-Id")
-	if session == "" {
-		t.Fatalf("initialize: %d %s", resp.StatusCode, body)
-	}
-	rawPost(t, ts.URL, session, "2025-11-25", `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	session := initialized(t, ts.URL)
 	ids := table.byID[session].ids
 	big := `"` + strings.Repeat("x", 1<<20) + `"`
 	for range 16 {

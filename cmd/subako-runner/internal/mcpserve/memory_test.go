@@ -59,9 +59,7 @@ func BenchmarkCancelFloodMemory(b *testing.B) {
 	ts := httptest.NewServer(srv.Handler())
 	b.Cleanup(ts.Close)
 	for b.Loop() {
-		resp, _ := rawPost(b, ts.URL, "", "", initializeBody)
-		session := resp.Header.Get("Mcp-Session-Id")
-		rawPost(b, ts.URL, session, "2025-11-25", `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		session := initialized(b, ts.URL)
 		before := heapMB()
 		for i := range 400 {
 			id := `"` + strings.Repeat(string(rune('a'+i%26)), 1<<20-8) + strings.Repeat("0", 3) + string(rune('0'+i%10)) + `"`
