@@ -2,6 +2,7 @@ package mcpserve
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	goruntime "runtime"
@@ -62,7 +63,7 @@ func BenchmarkCancelFloodMemory(b *testing.B) {
 		session := initialized(b, ts.URL)
 		before := heapMB()
 		for i := range 400 {
-			id := `"` + strings.Repeat(string(rune('a'+i%26)), 1<<20-8) + strings.Repeat("0", 3) + string(rune('0'+i%10)) + `"`
+			id := fmt.Sprintf(`"%s%04d"`, strings.Repeat("x", 1<<20-6), i) // 400 distinct ids of 1 MiB
 			rawPost(b, ts.URL, session, "2025-11-25", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`+id+`}}`)
 		}
 		after := heapMB()
