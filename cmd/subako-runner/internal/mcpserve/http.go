@@ -217,6 +217,12 @@ func (t *sessionTable) serve(w http.ResponseWriter, r *http.Request, h http.Hand
 	}
 	t.mu.Lock()
 	u := t.byID[id]
+	if u == nil && t.sdkHas(id) {
+		// Made by an initialize whose answer the client has read while
+		// serveNew has yet to see it end.
+		u = &sessionUse{ids: newIDPath()}
+		t.byID[id] = u
+	}
 	if u != nil {
 		u.last = time.Now()
 		if r.Method != http.MethodGet {
@@ -361,7 +367,7 @@ func (t *sessionTable) serveNew(w http.ResponseWriter, r *http.Request, h http.H
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.starting--
-	if id := w.Header().Get("Mcp-Session-Id"); id != "" {
+	if id := w.Header().Get("Mcp-Session-Id"); id != "" && t.byID[id] == nil {
 		t.byID[id] = &sessionUse{last: time.Now(), ids: newIDPath()}
 	}
 }
@@ -390,6 +396,16 @@ func (t *sessionTable) reserve() (evict string, ok bool) {
 	}
 	t.starting++
 	return evict, true
+}
+
+// sdkHas reports whether the SDK has the session id.
+func (t *sessionTable) sdkHas(id string) bool {
+	for ss := range t.srv.sdk.Sessions() {
+		if ss.ID() == id {
+			return true
+		}
+	}
+	return false
 }
 
 // pruneLocked drops the sessions the SDK no longer has.
