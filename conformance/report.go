@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/subako/subako-runner/internal/text"
 	"github.com/subako/subako-runner/limits"
 )
 
@@ -148,15 +149,17 @@ const colorReset = "\x1b[0m"
 func (r *Report) WriteHuman(w io.Writer, color bool) error {
 	var b strings.Builder
 	if r.Package != "" {
-		fmt.Fprintf(&b, "subako-runner check %s\n\n", r.Package)
+		fmt.Fprintf(&b, "subako-runner check %s\n\n", text.Terminal(r.Package))
 	}
 	for _, c := range r.Checks {
 		mark := marks[c.Status]
 		if color {
 			mark = colors[c.Status] + mark + colorReset
 		}
-		fmt.Fprintf(&b, "%s %s  (%s)\n", mark, c.Title, c.ID)
-		detail := c.Detail
+		fmt.Fprintf(&b, "%s %s  (%s)\n", mark, text.Terminal(c.Title), c.ID)
+		// The detail quotes the package (its tools, its stderr): its
+		// control characters are made visible.
+		detail := text.Terminal(c.Detail)
 		if c.Profile != nil {
 			detail += "\n[" + c.Profile.String() + "]"
 		}

@@ -11,9 +11,11 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/subako/subako-runner/internal/modcheck"
+	"github.com/subako/subako-runner/internal/regfile"
 )
 
 // File names inside a package directory (docs/abi.md §1).
@@ -106,21 +108,17 @@ func readSource(path string, maxModuleSize int64, sum hash.Hash) (src *Source, f
 // A *bytes.Buffer is sized first, so a 14 MB module is read into one
 // allocation instead of a chain of growing copies.
 func readModule(path string, maxSize int64, w io.Writer) (found bool, _ []Rejection, _ error) {
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
+	f, info, err := regfile.Open(path)
+	var notRegular *regfile.NotRegularError
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return false, []Rejection{{CodeMissingModule, fmt.Sprintf("the package has no %s: put the compiled WebAssembly module next to %s", ModuleFile, ManifestFile)}}, nil
-	}
-	if err != nil {
+	case errors.As(err, &notRegular):
+		return false, []Rejection{{CodeMissingModule, fmt.Sprintf("%s is not a regular file (it is %s)", ModuleFile, notRegular.Kind())}}, nil
+	case err != nil:
 		return false, nil, err
 	}
 	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return false, nil, err
-	}
-	if !info.Mode().IsRegular() {
-		return false, []Rejection{{CodeMissingModule, fmt.Sprintf("%s is not a regular file", ModuleFile)}}, nil
-	}
 	if info.Size() > maxSize {
 		return false, []Rejection{tooLarge(info.Size(), maxSize)}, nil
 	}
@@ -148,11 +146,14 @@ func readManifest(path string) (*Manifest, []Rejection) {
 	bad := func(format string, a ...any) []Rejection {
 		return []Rejection{{CodeBadManifest, fmt.Sprintf(format, a...)}}
 	}
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
+	f, _, err := regfile.Open(path)
+	var notRegular *regfile.NotRegularError
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return nil, bad("the package has no %s: add one with {\"abi\": 1}", ManifestFile)
-	}
-	if err != nil {
+	case errors.As(err, &notRegular):
+		return nil, bad("%s is not a regular file (it is %s)", ManifestFile, notRegular.Kind())
+	case err != nil:
 		return nil, bad("%s cannot be read: %v", ManifestFile, err)
 	}
 	defer f.Close()
@@ -189,6 +190,10 @@ func ParseManifest(b []byte) (*Manifest, []Rejection) {
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		bad("%s: unexpected data after the JSON object", ManifestFile)
+	}
+	if key, ok := duplicateKey(b); ok {
+		bad("%s: the key %s appears twice in one object (JSON readers differ on which one counts)", ManifestFile, key)
+		return nil, rej
 	}
 	m := &Manifest{}
 	raw, ok := fields["abi"]
@@ -229,6 +234,62 @@ func ParseManifest(b []byte) (*Manifest, []Rejection) {
 		return nil, rej
 	}
 	return m, nil
+}
+
+// duplicateKey finds the first name that appears twice in one object of
+// the JSON document b, at any depth, and returns its path (e.g. "abi", or
+// "x"."y" for a nested one). A duplicate anywhere is refused, not only
+// among the fields the runner reads: RFC 8259 leaves the meaning of a
+// duplicate to each reader, and the manifest is read by other tools too.
+func duplicateKey(b []byte) (path string, found bool) {
+	type level struct {
+		seen   map[string]bool // nil for an array
+		key    string          // the member being read, in an object
+		expect bool            // an object's next string token is a key
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var stack []*level
+	where := func(last string) string {
+		var parts []string
+		for _, l := range stack[:len(stack)-1] {
+			if l.seen != nil {
+				parts = append(parts, strconv.Quote(l.key))
+			}
+		}
+		return strings.Join(append(parts, strconv.Quote(last)), ".")
+	}
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		var top *level
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if key, isString := tok.(string); isString && top != nil && top.seen != nil && top.expect {
+			if top.seen[key] {
+				return where(key), true
+			}
+			top.seen[key], top.key, top.expect = true, key, false
+			continue
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, &level{seen: map[string]bool{}, expect: true})
+			continue
+		case json.Delim('['):
+			stack = append(stack, &level{})
+			continue
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+		}
+		// A value ended: in an object, a key comes next.
+		if len(stack) > 0 && stack[len(stack)-1].seen != nil {
+			stack[len(stack)-1].expect = true
+		}
+	}
 }
 
 // hasAssets reports whether dir holds any regular file (at any depth) other

@@ -4,7 +4,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func TestParseManifest(t *testing.T) {
@@ -28,6 +30,13 @@ func TestParseManifest(t *testing.T) {
 		{"name not string", `{"abi":1,"name":7}`, `"name" must be a string`, nil},
 		{"version null", `{"abi":1,"version":null}`, `"version" must be a string`, nil},
 		{"empty", ``, "not valid JSON", nil},
+		// A duplicate name: readers differ on which counts (this one took
+		// the last, so {"abi":2,"abi":1} passed).
+		{"duplicate abi", `{"abi":2,"abi":1}`, `the key "abi" appears twice`, nil},
+		{"duplicate name", `{"abi":1,"name":"a","name":"b"}`, `the key "name" appears twice`, nil},
+		{"duplicate escaped", `{"abi":1,"\u0061bi":1}`, `the key "abi" appears twice`, nil},
+		{"duplicate nested", `{"abi":1,"x":{"y":1,"z":[{"y":1,"y":2}]}}`, `the key "x"."z"."y" appears twice`, nil},
+		{"same name in sibling objects", `{"abi":1,"x":{"y":1},"w":{"y":1,"x":[{"y":1},{"y":2}]}}`, "", []string{"w", "x"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -51,6 +60,41 @@ func TestParseManifest(t *testing.T) {
 			}
 			if !strings.Contains(rej[0].Message, tt.wantErr) {
 				t.Errorf("message %q does not mention %q", rej[0].Message, tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestReadSourceRefusesAFIFO: a FIFO as the manifest or the module (a
+// package archive can carry one) is refused by type, at once; opening it
+// waited for a writer forever, and SIGINT and SIGTERM were ignored.
+func TestReadSourceRefusesAFIFO(t *testing.T) {
+	for _, name := range []string{ManifestFile, ModuleFile} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeFile(t, filepath.Join(dir, ManifestFile), `{"abi":1}`)
+			writeFile(t, filepath.Join(dir, ModuleFile), "\x00asm\x01\x00\x00\x00")
+			os.Remove(filepath.Join(dir, name))
+			if err := syscall.Mkfifo(filepath.Join(dir, name), 0o600); err != nil {
+				t.Skipf("mkfifo: %v", err)
+			}
+			done := make(chan struct{})
+			var src *Source
+			var err error
+			go func() {
+				defer close(done)
+				src, err = ReadSource(dir, 1<<20)
+			}()
+			select {
+			case <-done:
+			case <-time.After(time.Minute): // a bound on a hang, not a measure
+				t.Fatal("ReadSource waited on the FIFO")
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(src.Rejections) != 1 || !strings.Contains(src.Rejections[0].Message, name+" is not a regular file (it is a FIFO)") {
+				t.Errorf("rejections %v", src.Rejections)
 			}
 		})
 	}

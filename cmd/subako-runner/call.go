@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/subako/subako-runner/internal/text"
 	"github.com/subako/subako-runner/limits"
 	"github.com/subako/subako-runner/protocol"
 	"github.com/subako/subako-runner/runtime"
@@ -39,7 +40,10 @@ func newCallCmd(a *app) *cobra.Command {
 		Long:  "Check and discover PACKAGE, then call TOOL once with ARGS_JSON (default {}) in a fresh\ninstance, and print the view the model reads.",
 		Args:  positionals([]string{"PACKAGE", "TOOL", "ARGS_JSON"}, 2, 3),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			arguments, err := readArgs(a.e, argsFile, args[2:])
+			arguments, err := readArgs(a.ctx, a.e, argsFile, args[2:])
+			if code, ok := interrupted(a.ctx, a.e, err); ok {
+				return status(code)
+			}
 			if err != nil {
 				return usageErr(cmd, "%v", err)
 			}
@@ -163,7 +167,8 @@ func interrupted(ctx context.Context, e *env, err error) (int, bool) {
 	return exitInterrupted, true
 }
 
-// printCall prints the model view; hidden says whether a volume file's
+// printCall prints the model view, every text of the module's with its
+// control characters made visible (text.Terminal); hidden says whether a volume file's
 // host path was left out because the file is gone, or is in removed (the
 // released /volume/tmp, going away).
 func printCall(w io.Writer, res *runtime.Result, removed string) (hidden bool) {
@@ -183,7 +188,7 @@ func printCall(w io.Writer, res *runtime.Result, removed string) (hidden bool) {
 	}
 	switch res.Outcome {
 	case runtime.OutcomeCrashed:
-		fmt.Fprintf(w, "crashed (%s): %s\n", res.Crash.Reason, res.Crash.Message)
+		fmt.Fprintf(w, "crashed (%s): %s\n", res.Crash.Reason, text.Terminal(res.Crash.Message))
 		printStderr(w, res.Crash.Stderr)
 	case runtime.OutcomeToolError:
 		fmt.Fprintln(w, "tool error (isError: true) — the model reads:")
@@ -191,7 +196,7 @@ func printCall(w io.Writer, res *runtime.Result, removed string) (hidden bool) {
 	for _, v := range res.View {
 		switch v.Type {
 		case "text":
-			fmt.Fprintln(w, v.Text)
+			fmt.Fprintln(w, text.Terminal(v.Text))
 		case "image":
 			where := "inline"
 			if v.Source != "" && v.Source != "inline" {
@@ -200,21 +205,21 @@ func printCall(w io.Writer, res *runtime.Result, removed string) (hidden bool) {
 			if exists(v.HostPath) {
 				where += " at " + v.HostPath
 			}
-			fmt.Fprintf(w, "[image %s, %d bytes, %s]\n", v.MimeType, v.Bytes, where)
+			fmt.Fprintf(w, "[image %s, %d bytes, %s]\n", text.Terminal(v.MimeType), v.Bytes, text.Terminal(where))
 		case "file":
 			if exists(v.HostPath) {
-				fmt.Fprintf(w, "[file %s, %d bytes, at %s]\n", v.Path, v.Size, v.HostPath)
+				fmt.Fprintf(w, "[file %s, %d bytes, at %s]\n", text.Terminal(v.Path), v.Size, text.Terminal(v.HostPath))
 			} else {
-				fmt.Fprintf(w, "[file %s, %d bytes]\n", v.Path, v.Size)
+				fmt.Fprintf(w, "[file %s, %d bytes]\n", text.Terminal(v.Path), v.Size)
 			}
 		case "link":
-			fmt.Fprintf(w, "[link] %s\n", v.Text)
+			fmt.Fprintf(w, "[link] %s\n", text.Terminal(v.Text))
 		case "note":
-			fmt.Fprintf(w, "[note] %s\n", v.Text)
+			fmt.Fprintf(w, "[note] %s\n", text.Terminal(v.Text))
 		}
 	}
 	if len(res.Parsed.StructuredContent) > 0 {
-		fmt.Fprintf(w, "structuredContent: %s\n", compact(res.Parsed.StructuredContent))
+		fmt.Fprintf(w, "structuredContent: %s\n", text.Terminal(compact(res.Parsed.StructuredContent)))
 	}
 	s := res.Stats
 	fmt.Fprintf(w, "(%.1f ms, peak memory %s, %d bytes written, %d HTTP requests)\n", runtime.Milliseconds(s.Duration), limits.HumanSize(s.MemoryBytes), s.BytesWritten, s.HTTPRequests)

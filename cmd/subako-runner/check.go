@@ -9,6 +9,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/subako/subako-runner/conformance"
+	"github.com/subako/subako-runner/internal/regfile"
 	"github.com/subako/subako-runner/limits"
 )
 
@@ -37,7 +38,7 @@ func newCheckCmd(a *app) *cobra.Command {
 			}
 			var opts conformance.Options
 			if examplesFile != "" {
-				b, err := os.ReadFile(examplesFile)
+				b, err := regfile.ReadFile(examplesFile, maxArgs)
 				if err != nil {
 					return usageErr(cmd, "--examples: %v", err)
 				}

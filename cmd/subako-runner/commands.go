@@ -8,11 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/subako/subako-runner/internal/regfile"
+	"github.com/subako/subako-runner/internal/text"
 	"github.com/subako/subako-runner/limits"
 	"github.com/subako/subako-runner/protocol"
 	"github.com/subako/subako-runner/runtime"
@@ -143,22 +145,27 @@ func runDiscover(ctx context.Context, e *env, h *hostFlags, lim limits.Limits, p
 }
 
 func printTools(w io.Writer, pkg *runtime.Package) {
-	tools := pkg.Tools()
-	fmt.Fprintf(w, "%s: %d tool(s), discovered in %v\n", pkg.Name(), len(tools), pkg.Discovery().Duration.Round(1e6))
+	printToolList(w, pkg.Name(), pkg.Discovery().Duration, pkg.Tools())
+}
+
+// printToolList prints discover's listing, every text of the package's
+// with its control characters made visible (text.Terminal).
+func printToolList(w io.Writer, name string, took time.Duration, tools []protocol.Tool) {
+	fmt.Fprintf(w, "%s: %d tool(s), discovered in %v\n", text.Terminal(name), len(tools), took.Round(time.Millisecond))
 	for _, t := range tools {
-		fmt.Fprintf(w, "\n  %s", t.Name)
+		fmt.Fprintf(w, "\n  %s", text.Terminal(t.Name))
 		if t.Title != "" {
-			fmt.Fprintf(w, " — %s", t.Title)
+			fmt.Fprintf(w, " — %s", text.Terminal(t.Title))
 		}
 		fmt.Fprintln(w)
 		if t.Description != "" {
-			fmt.Fprintf(w, "    %s\n", strings.ReplaceAll(t.Description, "\n", "\n    "))
+			fmt.Fprintf(w, "    %s\n", strings.ReplaceAll(text.Terminal(t.Description), "\n", "\n    "))
 		}
 		if len(t.InputSchema) > 0 {
-			fmt.Fprintf(w, "    input: %s\n", compact(t.InputSchema))
+			fmt.Fprintf(w, "    input: %s\n", text.Terminal(compact(t.InputSchema)))
 		}
 		if len(t.OutputSchema) > 0 {
-			fmt.Fprintf(w, "    output: %s\n", compact(t.OutputSchema))
+			fmt.Fprintf(w, "    output: %s\n", text.Terminal(compact(t.OutputSchema)))
 		}
 	}
 }
@@ -192,7 +199,7 @@ func reportPackageError(ctx context.Context, e *env, h *hostFlags, err error) in
 	}
 	fmt.Fprintf(e.stdout, "rejected: %d problem(s)\n", len(rej.Rejections))
 	for _, r := range rej.Rejections {
-		fmt.Fprintf(e.stdout, "  %s: %s\n", r.Code, r.Message)
+		fmt.Fprintf(e.stdout, "  %s: %s\n", r.Code, text.Terminal(r.Message))
 	}
 	if rej.Crash != nil {
 		printStderr(e.stdout, rej.Crash.Stderr)
@@ -200,13 +207,15 @@ func reportPackageError(ctx context.Context, e *env, h *hostFlags, err error) in
 	return code
 }
 
+// printStderr prints the module's last stderr, its control characters
+// made visible (text.Terminal): it is the package's text.
 func printStderr(w io.Writer, tail string) {
 	if tail == "" {
 		fmt.Fprintln(w, "  (the module wrote nothing to stderr)")
 		return
 	}
 	fmt.Fprintln(w, "  last stderr of the module:")
-	for _, line := range strings.Split(strings.TrimRight(tail, "\n"), "\n") {
+	for _, line := range strings.Split(strings.TrimRight(text.Terminal(tail), "\n"), "\n") {
 		fmt.Fprintf(w, "  | %s\n", line)
 	}
 }
@@ -235,17 +244,53 @@ func compact(raw json.RawMessage) string {
 	return b.String()
 }
 
+// maxArgs bounds ARGS_JSON read from a file or stdin: the bound of what
+// inspect's page may send, far more than any tool's arguments.
+const maxArgs = 16 << 20
+
 // readArgs reads ARGS_JSON from the argument, --args-file FILE, or stdin.
-func readArgs(e *env, argsFile string, rest []string) (json.RawMessage, error) {
+// A file must be a regular one (a FIFO or /dev/zero is refused by type);
+// stdin is read up to maxArgs bytes, and the read ends when ctx does
+// (SIGINT/SIGTERM), however long stdin takes to end.
+func readArgs(ctx context.Context, e *env, argsFile string, rest []string) (json.RawMessage, error) {
 	switch {
 	case argsFile != "" && len(rest) > 0:
 		return nil, errors.New("give ARGS_JSON or --args-file, not both")
 	case argsFile == "-":
-		return io.ReadAll(e.stdin)
+		return readBounded(ctx, e.stdin, maxArgs, "ARGS_JSON on stdin")
 	case argsFile != "":
-		return os.ReadFile(argsFile)
+		b, err := regfile.ReadFile(argsFile, maxArgs)
+		var tooLarge *regfile.TooLargeError
+		if errors.As(err, &tooLarge) {
+			return nil, fmt.Errorf("--args-file %s is over %d MiB", argsFile, maxArgs>>20)
+		}
+		return b, err
 	case len(rest) > 0:
 		return json.RawMessage(rest[0]), nil
 	}
 	return json.RawMessage("{}"), nil
+}
+
+// readBounded reads r to its end, at most limit bytes (what names it in
+// the error), or until ctx ends: the read goes on in the background then,
+// and the process exits past it.
+func readBounded(ctx context.Context, r io.Reader, limit int64, what string) ([]byte, error) {
+	type read struct {
+		b   []byte
+		err error
+	}
+	done := make(chan read, 1)
+	go func() {
+		b, err := io.ReadAll(io.LimitReader(r, limit+1))
+		done <- read{b, err}
+	}()
+	select {
+	case res := <-done:
+		if int64(len(res.b)) > limit {
+			return nil, fmt.Errorf("%s is over %d MiB", what, limit>>20)
+		}
+		return res.b, res.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }

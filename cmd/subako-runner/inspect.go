@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/http"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -43,6 +42,9 @@ func newInspectCmd(a *app) *cobra.Command {
 			if f.listen, err = loopback.ListenAddr(f.listen, f.allowRemote, "--listen", "--listen-allow-remote"); err != nil {
 				return usageErr(cmd, "%v", err)
 			}
+			if f.allowedHosts, err = loopback.NormalizeHosts(f.allowedHosts, "--listen-allow-host"); err != nil {
+				return usageErr(cmd, "%v", err)
+			}
 			return status(runInspect(a.ctx, a.e, &h, &f, args[0], req))
 		},
 	}
@@ -78,10 +80,8 @@ func runInspect(ctx context.Context, e *env, h *hostFlags, f *inspectFlags, path
 		return fail(e, "--listen: %v", err)
 	}
 	conns := loopback.NewConnLimiter(loopback.DefaultMaxConns)
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: loopback.ReadHeaderTimeout, IdleTimeout: loopback.IdleTimeout, ConnState: conns.ConnState,
-		// Requests end with the command: a call in flight stops on
-		// SIGINT/SIGTERM instead of running to its limit.
-		BaseContext: func(net.Listener) context.Context { return ctx }}
+	// Requests end with the command (a call in flight stops on SIGINT/SIGTERM).
+	hs := conns.Server(ctx, srv)
 	done := make(chan error, 1)
 	go func() { done <- hs.Serve(conns.Listener(ln)) }()
 	fmt.Fprintf(e.stderr, "subako-runner: inspecting %s; open this URL (Ctrl-C stops):\n", path)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/subako/subako-runner/cmd/subako-runner/internal/loopback"
 	"github.com/subako/subako-runner/cmd/subako-runner/internal/mcpserve"
+	"github.com/subako/subako-runner/internal/text"
 	"github.com/subako/subako-runner/runtime"
 )
 
@@ -59,6 +60,9 @@ func newMCPCmd(a *app) *cobra.Command {
 				}
 			} else if m.allowRemote || len(m.allowedHosts) > 0 || len(m.allowedOrigins) > 0 {
 				return usageErr(cmd, "--http-allow-remote, --http-allow-host and --allow-origin need --http")
+			}
+			if m.allowedHosts, err = loopback.NormalizeHosts(m.allowedHosts, "--http-allow-host"); err != nil {
+				return usageErr(cmd, "%v", err)
 			}
 			if m.allowedOrigins, err = mcpserve.NormalizeOrigins(m.allowedOrigins); err != nil {
 				return usageErr(cmd, "--allow-origin: %v", err)
@@ -146,10 +150,8 @@ func runMCP(ctx context.Context, e *env, h *hostFlags, c *callFlags, m *mcpFlags
 	conns := loopback.NewConnLimiter(loopback.DefaultMaxConns)
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", srv.Handler())
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: loopback.ReadHeaderTimeout, IdleTimeout: loopback.IdleTimeout, ConnState: conns.ConnState,
-		// Requests end with the command: a stateless call's instance
-		// stops on SIGINT/SIGTERM instead of running to its limit.
-		BaseContext: func(net.Listener) context.Context { return ctx }}
+	// Requests end with the command (a call in flight stops on SIGINT/SIGTERM).
+	hs := conns.Server(ctx, mux)
 	fmt.Fprintf(e.stderr, "subako-runner: serving %s (%s) over Streamable HTTP at http://%s/mcp\n", pkg.Name(), tools, ln.Addr())
 	done := make(chan error, 1)
 	go func() { done <- hs.Serve(conns.Listener(ln)) }()
@@ -178,7 +180,7 @@ func reportRejectedOnStderr(ctx context.Context, e *env, path string, err error)
 	var b strings.Builder
 	fmt.Fprintf(&b, "subako-runner: %s was rejected, nothing is served: %d problem(s)\n", path, len(rej.Rejections))
 	for _, r := range rej.Rejections {
-		fmt.Fprintf(&b, "  %s: %s\n", r.Code, r.Message)
+		fmt.Fprintf(&b, "  %s: %s\n", r.Code, text.Terminal(r.Message))
 	}
 	if rej.Crash != nil {
 		printStderr(&b, rej.Crash.Stderr)

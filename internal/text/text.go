@@ -44,3 +44,43 @@ func Bound[T ~string | ~[]byte](s T, n int) string {
 	}
 	return fmt.Sprintf("%s… (%d bytes)", Truncate(s, n), len(s))
 }
+
+// Terminal is s made safe to write to a terminal: every control character
+// but tab and newline is written as a visible escape instead, as cat -v and
+// less show them, so text from a package cannot move the cursor, clear the
+// screen, set the window title or the clipboard (OSC 52), or overwrite a
+// line with a carriage return. C0 bytes and DEL become \x1b, \x0d, \x7f;
+// C1 characters (U+0080 to U+009F, which some terminals obey as ESC
+// sequences) \u009b; a byte that is not UTF-8 \x9b. Anything else, any
+// other Unicode text included, is kept.
+func Terminal(s string) string {
+	clean := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < 0x20 && c != '\t' && c != '\n') || c >= 0x7f {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r == '\t' || r == '\n':
+			b.WriteRune(r)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case r >= 0x80 && r <= 0x9f:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
+}

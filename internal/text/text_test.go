@@ -1,6 +1,7 @@
 package text
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -84,4 +85,49 @@ func FuzzTruncate(f *testing.F) {
 			t.Fatalf("Truncate(%q, %d) = %q: split a character", s, n, got)
 		}
 	})
+}
+
+// TestTerminal: every C0 byte but tab and newline, DEL, every C1 character
+// and every byte that is not UTF-8 comes out as a visible escape, so
+// nothing written reaches the terminal as a control; other text is kept.
+func TestTerminal(t *testing.T) {
+	for c := range 0x20 {
+		in := "a" + string(rune(c)) + "b"
+		got := Terminal(in)
+		if c == '\t' || c == '\n' {
+			if got != in {
+				t.Errorf("%q became %q", in, got)
+			}
+			continue
+		}
+		if want := "a" + fmt.Sprintf(`\x%02x`, c) + "b"; got != want {
+			t.Errorf("%q became %q, want %q", in, got, want)
+		}
+	}
+	for r := rune(0x80); r <= 0x9f; r++ {
+		if got, want := Terminal(string(r)), fmt.Sprintf(`\u%04x`, r); got != want {
+			t.Errorf("U+%04X became %q, want %q", r, got, want)
+		}
+	}
+	for _, tt := range []struct{ in, want string }{
+		{"\x7f", `\x7f`},
+		{"\x9b2J", `\x9b2J`}, // an 8-bit CSI byte, not UTF-8
+		{"\x1b]52;c;aGk=\x07", `\x1b]52;c;aGk=\x07`},
+		{"\x1b]0;pwned\x1b\\", `\x1b]0;pwned\x1b\`},
+		{"\x1b[2J\x1b[H", `\x1b[2J\x1b[H`},
+		{"ok\rFAKE", `ok\x0dFAKE`},
+		{"plain — ünïcode ✓\ttab\nline", "plain — ünïcode ✓\ttab\nline"},
+		{"\u00a0\u200b", "\u00a0\u200b"},
+	} {
+		if got := Terminal(tt.in); got != tt.want {
+			t.Errorf("Terminal(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+	for i := range 256 {
+		for _, c := range Terminal(string([]byte{byte(i)})) {
+			if c < 0x20 && c != '\t' && c != '\n' || c >= 0x7f && c <= 0x9f {
+				t.Errorf("byte %#x left a control in the output", i)
+			}
+		}
+	}
 }

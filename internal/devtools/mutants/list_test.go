@@ -48,6 +48,28 @@ var list = []mutant{
 		from: `	"224.0.0.0/4", "a multicast`, to: `	"224.0.0.0/8", "a multicast`},
 	{id: "ranges/v6-loopback-dropped", file: "hostmod/subakohttp/ranges.go",
 		from: `	"::1/128", "the loopback address (::1)",` + "\n", to: ``},
+	// The CLI's HTTP servers: a connection still sending its body is shed,
+	// one with a complete request never (cmd/subako-runner/internal/loopback).
+	{id: "loopback/busy-shed", file: "cmd/subako-runner/internal/loopback/loopback.go",
+		from: `			if !u.busy && (oldest == nil`, to: `			if (oldest == nil`},
+	{id: "loopback/body-never-complete", file: "cmd/subako-runner/internal/loopback/loopback.go",
+		from: `		b.once.Do(b.done)`, to: `		_ = b.done`},
+	// mcp: a cancel naming no request in flight reaches none.
+	{id: "mcpserve/unknown-cancel-passed-on", file: "cmd/subako-runner/internal/mcpserve/ids.go",
+		from: `	if !ok {
+		res.drop = true
+		return res
+	}
+	res.newly = newly`, to: `	if !ok {
+		return res
+	}
+	res.newly = newly`},
+	// The terminal: the whole C1 range is escaped.
+	{id: "text/c1-narrowed", file: "internal/text/text.go",
+		from: `		case r >= 0x80 && r <= 0x9f:`, to: `		case r >= 0x80 && r < 0x9f:`},
+	// Files: only a regular file is read.
+	{id: "regfile/only-directories-refused", file: "internal/regfile/regfile.go",
+		from: `	if !info.Mode().IsRegular() {`, to: `	if info.IsDir() {`},
 	{id: "ranges/v6-linklocal-narrowed", file: "hostmod/subakohttp/ranges.go",
 		from: `	"fe80::/10", "a link-local`, to: `	"fe80::/16", "a link-local`},
 	// subako_http: the allowlist and the destination check (policy.go).

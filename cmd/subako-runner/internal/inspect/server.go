@@ -22,9 +22,29 @@ import (
 //go:embed assets
 var assets embed.FS
 
-// tokenCookie carries the token after the first page load, so the page's
-// own requests (assets, downloads, img src) need not repeat it in the URL.
-const tokenCookie = "subako_inspect_token"
+// tokenCookiePrefix, followed by the server's port, names the cookie that
+// carries the token after the first page load, so the page's own requests
+// (assets, downloads, img src) need not repeat it in the URL. A browser
+// keeps cookies per host, not per port: with one name for all, two inspect
+// pages open at once overwrote each other's token.
+const tokenCookiePrefix = "subako_inspect_token_"
+
+// tokenCookie is the name of the token's cookie for a request to the
+// server listening on its local address (the Host's port when unknown).
+func tokenCookie(r *http.Request) string {
+	port := hostPort(r.Host)
+	if a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
+		port = hostPort(a.String())
+	}
+	return tokenCookiePrefix + port
+}
+
+func hostPort(hostport string) string {
+	if _, p, err := net.SplitHostPort(hostport); err == nil && p != "" {
+		return p
+	}
+	return "80"
+}
 
 // tokenHeader is how scripts and API clients present the token.
 const tokenHeader = "X-Subako-Token"
@@ -154,17 +174,25 @@ func (s *Server) routes() {
 
 // ServeHTTP checks where the request comes from and that it carries the
 // token, then serves it.
+//
+// A refused request is answered from its headers alone, and its connection
+// closed: its body is never read (the server would otherwise wait for the
+// rest of it before answering, as long as a client takes to send it).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	refuse := func(msg string, status int) {
+		w.Header().Set("Connection", "close")
+		http.Error(w, msg, status)
+	}
 	if !loopback.HostAllowed(r.Host, s.cfg.AllowedHosts, false) {
-		http.Error(w, "inspect: Host "+r.Host+" is not this server's (DNS rebinding is refused)", http.StatusMisdirectedRequest)
+		refuse("inspect: Host "+r.Host+" is not this server's (DNS rebinding is refused)", http.StatusMisdirectedRequest)
 		return
 	}
 	if o := r.Header.Get("Origin"); o != "" && o != "http://"+r.Host {
-		http.Error(w, "inspect: cross-origin request refused", http.StatusForbidden)
+		refuse("inspect: cross-origin request refused", http.StatusForbidden)
 		return
 	}
 	if !s.authorized(w, r) {
-		http.Error(w, "inspect: missing or wrong token: open the URL subako-runner printed", http.StatusUnauthorized)
+		refuse("inspect: missing or wrong token: open the URL subako-runner printed", http.StatusUnauthorized)
 		return
 	}
 	w.Header().Set("X-Content-Type-Options", "nosniff")
@@ -180,11 +208,11 @@ func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
 	if s.tokenOK(r.Header.Get(tokenHeader)) {
 		return true
 	}
-	if c, err := r.Cookie(tokenCookie); err == nil && s.tokenOK(c.Value) {
+	if c, err := r.Cookie(tokenCookie(r)); err == nil && s.tokenOK(c.Value) {
 		return true
 	}
 	if s.tokenOK(r.URL.Query().Get("token")) {
-		http.SetCookie(w, &http.Cookie{Name: tokenCookie, Value: s.token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+		http.SetCookie(w, &http.Cookie{Name: tokenCookie(r), Value: s.token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
 		return true
 	}
 	return false

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -524,7 +525,7 @@ func TestTokenInURLSetsCookie(t *testing.T) {
 	}
 	var cookie *http.Cookie
 	for _, c := range resp.Cookies() {
-		if c.Name == tokenCookie {
+		if c.Name == tokenCookiePrefix+hostPort(strings.TrimPrefix(hs.URL, "http://")) {
 			cookie = c
 		}
 	}
@@ -543,6 +544,38 @@ func TestTokenInURLSetsCookie(t *testing.T) {
 	r2.Body.Close()
 	if r2.StatusCode != 200 {
 		t.Fatalf("API with the cookie: %d", r2.StatusCode)
+	}
+}
+
+// TestTwoPagesKeepTheirTokens: two inspect pages open in one browser at
+// once each keep their token (the cookie had one name for every port, and
+// a browser keeps cookies per host: the second page's token replaced the
+// first's, which then answered 401).
+func TestTwoPagesKeepTheirTokens(t *testing.T) {
+	pkg := greetPackage(t)
+	a, hsA := newServer(t, pkg)
+	b, hsB := newServer(t, pkg)
+	jar, _ := cookiejar.New(nil)
+	browser := &http.Client{Jar: jar}
+	for _, p := range []struct {
+		srv *Server
+		hs  *httptest.Server
+	}{{a, hsA}, {b, hsB}} {
+		resp, err := browser.Get(p.hs.URL + "/?token=" + p.srv.Token())
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	for name, hs := range map[string]*httptest.Server{"first": hsA, "second": hsB} {
+		resp, err := browser.Get(hs.URL + "/api/package")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("the %s page's API with the browser's cookies: %d", name, resp.StatusCode)
+		}
 	}
 }
 

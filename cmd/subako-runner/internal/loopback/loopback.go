@@ -7,7 +7,9 @@
 package loopback
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/netip"
@@ -76,20 +78,24 @@ func ListenAddr(addr string, allowRemote bool, flag, remoteFlag string) (string,
 const DefaultMaxConns = 256
 
 // IdleTimeout closes a keep-alive connection that carries no request for
-// that long; ReadHeaderTimeout bounds the wait for a request's headers (a
-// slowloris client). Both are set on the CLI's HTTP servers.
+// that long; ReadHeaderTimeout bounds the wait for a request's headers and
+// BodyReadTimeout the read of its body, from the end of its headers (a
+// slowloris client, sending either a byte at a time). All three are set by
+// ConnLimiter.Server.
 const (
 	IdleTimeout       = time.Minute
 	ReadHeaderTimeout = 10 * time.Second
+	BodyReadTimeout   = 30 * time.Second
 )
 
-// ConnLimiter bounds the connections an HTTP server holds. Wrap the
-// listener with Listener and set the server's ConnState to ConnState: at
-// the bound, a new connection closes the one that has waited longest
-// without a request in flight (idle keep-alive, or open and silent); when
-// every connection has a request in flight, the new one is closed instead.
-// So a flood of idle connections costs at most the bound, and a client
-// arriving during it is still served.
+// ConnLimiter bounds the connections an HTTP server holds. Serve with the
+// server Server makes on a listener wrapped by Listener: at the bound, a
+// new connection closes the one that has waited longest without a complete
+// request (idle keep-alive, open and silent, or still sending its
+// request's body); when every connection has a complete request in flight,
+// the new one is closed instead. So a flood of idle connections, or of
+// requests whose bodies come a byte at a time, costs at most the bound, and
+// a client arriving during it is still served.
 type ConnLimiter struct {
 	max int
 
@@ -98,8 +104,78 @@ type ConnLimiter struct {
 }
 
 type connUse struct {
-	active bool
-	since  time.Time
+	busy  bool      // a complete request is in flight: never shed
+	since time.Time // since when it has waited (idle, or reading a request)
+}
+
+// connKey carries a request's connection in its context (Server's
+// ConnContext), for the handler that tells the limiter its request is
+// complete.
+type connKey struct{}
+
+// Server is the http.Server every local server of the CLI runs: h behind
+// the header and body read deadlines, its connections counted by cl (serve
+// it on cl.Listener), and its requests' contexts derived from ctx, so a
+// request in flight ends with the command.
+func (cl *ConnLimiter) Server(ctx context.Context, h http.Handler) *http.Server {
+	return cl.server(ctx, h, BodyReadTimeout)
+}
+
+func (cl *ConnLimiter) server(ctx context.Context, h http.Handler, bodyTimeout time.Duration) *http.Server {
+	return &http.Server{
+		Handler:           cl.bodyDeadline(h, bodyTimeout),
+		ReadHeaderTimeout: ReadHeaderTimeout,
+		IdleTimeout:       IdleTimeout,
+		ConnState:         cl.ConnState,
+		ConnContext:       func(c context.Context, conn net.Conn) context.Context { return context.WithValue(c, connKey{}, conn) },
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+	}
+}
+
+// bodyDeadline gives a request's body timeout to arrive, and tells
+// the limiter once it has (a request without a body is complete at once).
+// The deadline is lifted at the end of the body: a response may take as
+// long as its call.
+func (cl *ConnLimiter) bodyDeadline(h http.Handler, timeout time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, _ := r.Context().Value(connKey{}).(net.Conn)
+		if r.Body == nil || r.Body == http.NoBody {
+			cl.complete(conn)
+		} else {
+			rc := http.NewResponseController(w)
+			_ = rc.SetReadDeadline(time.Now().Add(timeout))
+			r.Body = &completingBody{ReadCloser: r.Body, done: func() {
+				cl.complete(conn)
+				_ = rc.SetReadDeadline(time.Time{})
+			}}
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// completingBody calls done once its body has been read to the end.
+type completingBody struct {
+	io.ReadCloser
+	done func()
+	once sync.Once
+}
+
+func (b *completingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF {
+		b.once.Do(b.done)
+	}
+	return n, err
+}
+
+// complete marks c's request complete: c is no longer shed for a new
+// connection until it is idle again.
+func (cl *ConnLimiter) complete(c net.Conn) {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	if u := cl.conns[c]; u != nil {
+		u.busy = true
+	}
 }
 
 // NewConnLimiter makes a limiter of n connections (DefaultMaxConns when n
@@ -117,8 +193,9 @@ func (cl *ConnLimiter) Listener(l net.Listener) net.Listener {
 	return &limitListener{Listener: l, cl: cl}
 }
 
-// ConnState is the http.Server hook that tells the limiter which
-// connections have a request in flight.
+// ConnState is the http.Server hook that tells the limiter where each
+// connection is: a request begun (its body still to come, until the
+// handler reads it to the end), or idle.
 func (cl *ConnLimiter) ConnState(c net.Conn, st http.ConnState) {
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
@@ -128,23 +205,24 @@ func (cl *ConnLimiter) ConnState(c net.Conn, st http.ConnState) {
 	}
 	switch st {
 	case http.StateActive:
-		u.active = true
+		u.busy, u.since = false, time.Now()
 	case http.StateIdle:
-		u.active, u.since = false, time.Now()
+		u.busy, u.since = false, time.Now()
 	case http.StateClosed, http.StateHijacked:
 		delete(cl.conns, c)
 	}
 }
 
 // admit counts c, choosing a connection to close when the bound is
-// reached: the idlest, or c itself when all are busy.
+// reached: the one waiting longest without a complete request, or c
+// itself when every one has a complete request in flight.
 func (cl *ConnLimiter) admit(c net.Conn) (victim net.Conn) {
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
 	if len(cl.conns) >= cl.max {
 		var oldest *connUse
 		for o, u := range cl.conns {
-			if !u.active && (oldest == nil || u.since.Before(oldest.since)) {
+			if !u.busy && (oldest == nil || u.since.Before(oldest.since)) {
 				oldest, victim = u, o
 			}
 		}
@@ -161,6 +239,19 @@ func (cl *ConnLimiter) forget(c net.Conn) {
 	cl.mu.Lock()
 	delete(cl.conns, c)
 	cl.mu.Unlock()
+}
+
+// Busy is the number of connections with a complete request in flight.
+func (cl *ConnLimiter) Busy() int {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	n := 0
+	for _, u := range cl.conns {
+		if u.busy {
+			n++
+		}
+	}
+	return n
 }
 
 // Len is the number of connections counted now.
@@ -203,4 +294,27 @@ type limitConn struct {
 func (c *limitConn) Close() error {
 	c.once.Do(func() { c.cl.forget(c) })
 	return c.Conn.Close()
+}
+
+// NormalizeHosts returns the names of a --http-allow-host or
+// --listen-allow-host flag (named flag in the error) as HostAllowed
+// compares them: spaces around a name trimmed (as the --allow-host
+// allowlist trims its entries), lowercased, without brackets or a trailing
+// dot. A name that is empty, holds a space, a port or a path is refused
+// with a message rather than kept to never match.
+func NormalizeHosts(names []string, flag string) ([]string, error) {
+	var out []string
+	for _, raw := range names {
+		n := strings.TrimSuffix(strings.ToLower(strings.Trim(strings.TrimSpace(raw), "[]")), ".")
+		switch {
+		case n == "":
+			return nil, fmt.Errorf("%s %q: empty host name", flag, raw)
+		case strings.ContainsAny(n, " \t/?#@"):
+			return nil, fmt.Errorf("%s %q: want a host name or IP address alone, e.g. mybox.local", flag, raw)
+		case strings.Count(n, ":") == 1:
+			return nil, fmt.Errorf("%s %q: give the name without a port (any port of this server is answered)", flag, raw)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }

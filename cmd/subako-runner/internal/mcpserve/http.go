@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -48,6 +47,9 @@ const maxRequestBody = mcp.DefaultMaxRequestBodyBytes
 // notifications. Before either, every request's Host and Origin are checked
 // against DNS rebinding and other sites' pages (see CheckHost).
 //
+// Every request id reaches the SDK through idPath, as on stdio, so its
+// answer carries the id exactly as the client spelled it.
+//
 // Sessions are bounded: at most Options.MaxSessions at once (a new one
 // closes the session idle the longest, or is refused with 503 when every
 // session has a request in flight), each closed after Options.SessionIdle
@@ -56,6 +58,11 @@ const maxRequestBody = mcp.DefaultMaxRequestBodyBytes
 // Each call makes a handler with its own sessions: call it once per
 // listener.
 func (s *Server) Handler() http.Handler {
+	return s.handler(&sessionTable{srv: s, max: s.opts.MaxSessions, byID: map[string]*sessionUse{}})
+}
+
+// handler is Handler over the session table table.
+func (s *Server) handler(table *sessionTable) http.Handler {
 	get := func(*http.Request) *mcp.Server { return s.sdk }
 	logger := newSlogger(s.log.Named("mcp.http"))
 	sessions := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
@@ -71,7 +78,6 @@ func (s *Server) Handler() http.Handler {
 		DisableLocalhostProtection:   true,
 		PropagateRequestCancellation: true, // a client that gives up ends the instance
 	})
-	table := &sessionTable{srv: s, max: s.opts.MaxSessions, byID: map[string]*sessionUse{}}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := s.CheckHost(r); err != nil {
 			s.log.Warn("refused an HTTP request", zap.String("remote", r.RemoteAddr), zap.Error(err))
@@ -83,6 +89,11 @@ func (s *Server) Handler() http.Handler {
 				unsupportedVersion(w, r, v)
 				return
 			}
+			w, end, ok := readMessage(w, r, newIDPath())
+			if !ok {
+				return
+			}
+			defer end()
 			stateless.ServeHTTP(w, r)
 			return
 		}
@@ -119,6 +130,67 @@ func writeJSONRPCError(w http.ResponseWriter, status int, id json.RawMessage, co
 	_, _ = w.Write(b)
 }
 
+// readMessage reads a POST's message and puts it under the SDK's ids
+// (idPath): the request's answer, written to the returned writer, goes
+// back under the client's id, and end releases the id when the HTTP
+// request ends. ok is false when readMessage answered the request itself: a body
+// over the bound (413), or a notifications/cancelled naming no request in
+// flight (202, as the SDK answers a notification; nothing is stored). A
+// body that is not a message this layer reads is passed on for the SDK to
+// refuse.
+func readMessage(w http.ResponseWriter, r *http.Request, ids *idPath) (_ http.ResponseWriter, end func(), ok bool) {
+	end = func() {}
+	if r.Method != http.MethodPost || r.Body == nil {
+		return w, end, true
+	}
+	if r.ContentLength > maxRequestBody {
+		tooLarge(w)
+		return nil, nil, false
+	}
+	var buf bytes.Buffer
+	if r.ContentLength > 0 {
+		buf.Grow(int(r.ContentLength) + 1)
+	}
+	_, err := buf.ReadFrom(io.LimitReader(r.Body, maxRequestBody+1))
+	if buf.Len() > maxRequestBody {
+		tooLarge(w)
+		return nil, nil, false
+	}
+	body := buf.Bytes()
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	if err != nil {
+		// The SDK answers what it can of a body cut short.
+		return w, end, true
+	}
+	var m map[string]json.RawMessage
+	var method string
+	if json.Unmarshal(body, &m) != nil || string(m["jsonrpc"]) != `"2.0"` || m["method"] == nil ||
+		json.Unmarshal(m["method"], &method) != nil || (m["id"] != nil && !validID(m["id"])) {
+		return w, end, true // not a request or notification: the SDK answers it
+	}
+	res := ids.rewriteInbound(m, method)
+	if res.drop {
+		w.WriteHeader(http.StatusAccepted)
+		return nil, nil, false
+	}
+	out, err := json.Marshal(m)
+	if err != nil { // cannot happen: every value came from a valid document
+		return w, end, true
+	}
+	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(out)), int64(len(out))
+	if !res.isRequest {
+		return w, end, true
+	}
+	return &answerWriter{ResponseWriter: w, ids: ids}, func() { ids.release(res.ours) }, true
+}
+
+// tooLarge refuses a body over maxRequestBody as the SDK does, and closes
+// the connection rather than read the rest.
+func tooLarge(w http.ResponseWriter) {
+	w.Header().Set("Connection", "close")
+	http.Error(w, fmt.Sprintf("request body over %d bytes", maxRequestBody), http.StatusRequestEntityTooLarge)
+}
+
 // sessionTable bounds the SDK's sessions: it sees every session request,
 // so it knows which sessions exist, which have a request in flight and
 // when each was last used.
@@ -132,9 +204,9 @@ type sessionTable struct {
 }
 
 type sessionUse struct {
-	last      time.Time
-	busy      int             // POSTs and DELETEs in flight (a GET stream is not busy)
-	cancelled map[string]bool // ids (by idKey) the client cancelled: their answers are dropped
+	last time.Time
+	busy int     // POSTs and DELETEs in flight (a GET stream is not busy)
+	ids  *idPath // the session's requests in flight
 }
 
 func (t *sessionTable) serve(w http.ResponseWriter, r *http.Request, h http.Handler) {
@@ -143,147 +215,128 @@ func (t *sessionTable) serve(w http.ResponseWriter, r *http.Request, h http.Hand
 		t.serveNew(w, r, h)
 		return
 	}
-	var msg envelope
-	if r.Method == http.MethodPost && r.Body != nil {
-		// Read the message to see what it is (the SDK reads no more).
-		body, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBody+1))
-		r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), r.Body))
-		if err == nil {
-			_ = json.Unmarshal(body, &msg)
-		}
-	}
 	t.mu.Lock()
 	u := t.byID[id]
+	if u == nil && t.sdkHas(id) {
+		// Made by an initialize whose answer the client has read while
+		// serveNew has yet to see it end.
+		u = &sessionUse{ids: newIDPath()}
+		t.byID[id] = u
+	}
 	if u != nil {
 		u.last = time.Now()
 		if r.Method != http.MethodGet {
 			u.busy++
 		}
-		if msg.Method == "notifications/cancelled" {
-			if k := idKey(msg.Params.RequestID); k != "" {
-				if u.cancelled == nil {
-					u.cancelled = map[string]bool{}
-				}
-				u.cancelled[k] = true
-			}
-		}
 	}
 	t.mu.Unlock()
-	if k := idKey(msg.ID); u != nil && msg.Method != "" && k != "" {
-		// A request: its answer is dropped if the client cancels it
-		// meanwhile (MCP: a cancelled request gets no response).
-		w = &dropCancelled{ResponseWriter: w, drop: func() bool {
-			t.mu.Lock()
-			defer t.mu.Unlock()
-			return u.cancelled[k]
-		}}
-		defer func() {
-			t.mu.Lock()
-			delete(u.cancelled, k)
-			t.mu.Unlock()
-		}()
+	if u == nil {
+		// Not a session of this server (made up, or closed): answered as
+		// the SDK does, before the body is read, so a made-up id costs
+		// no memory.
+		w.Header().Set("Connection", "close")
+		http.Error(w, "session not found", http.StatusNotFound)
+		return
 	}
-	h.ServeHTTP(w, r)
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if u != nil {
+	defer func() {
+		t.mu.Lock()
+		defer t.mu.Unlock()
 		u.last = time.Now()
 		if r.Method != http.MethodGet {
 			u.busy--
 		}
-	}
-	if r.Method == http.MethodDelete {
-		delete(t.byID, id)
-	}
-}
-
-// envelope is what the session table reads of a client's message.
-type envelope struct {
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
-	Params struct {
-		RequestID json.RawMessage `json:"requestId"`
-	} `json:"params"`
-}
-
-// idKey compares ids by JSON value (the SDK re-encodes them): a string and
-// a number with the same digits differ.
-func idKey(raw json.RawMessage) string {
-	var v any
-	d := json.NewDecoder(bytes.NewReader(raw))
-	d.UseNumber()
-	if len(raw) == 0 || d.Decode(&v) != nil {
-		return ""
-	}
-	switch v := v.(type) {
-	case string:
-		return "s:" + v
-	case json.Number:
-		if i, err := v.Int64(); err == nil {
-			return "n:" + strconv.FormatInt(i, 10)
+		if r.Method == http.MethodDelete {
+			delete(t.byID, id)
 		}
-		return "n:" + v.String()
+	}()
+	w, end, ok := readMessage(w, r, u.ids)
+	if !ok {
+		return
 	}
-	return ""
+	defer end()
+	h.ServeHTTP(w, r)
 }
 
-// dropCancelled passes a POST's event stream on, event by event, leaving
-// out the answer of a request the client has cancelled: the SDK writes one
-// (an error of code 0, "context canceled").
-type dropCancelled struct {
+// answerWriter passes a POST's answer on under the client's id (an
+// event stream event by event, or a JSON body), leaving out the answer of
+// a request the client has cancelled: the SDK writes one ("context
+// canceled"), and MCP gives a cancelled request none.
+type answerWriter struct {
 	http.ResponseWriter
-	drop func() bool
-	buf  []byte
+	ids *idPath
+	buf []byte
 }
 
-func (d *dropCancelled) Write(b []byte) (int, error) {
-	if !strings.HasPrefix(d.Header().Get("Content-Type"), "text/event-stream") {
-		if d.drop() && bytes.Contains(b, []byte(`"error"`)) {
+func (a *answerWriter) Write(b []byte) (int, error) {
+	if !strings.HasPrefix(a.Header().Get("Content-Type"), "text/event-stream") {
+		out, keep := a.mapAnswer(b)
+		if !keep {
 			return len(b), nil
 		}
-		return d.ResponseWriter.Write(b)
+		if _, err := a.ResponseWriter.Write(out); err != nil {
+			return 0, err
+		}
+		return len(b), nil
 	}
-	d.buf = append(d.buf, b...)
+	a.buf = append(a.buf, b...)
 	for {
-		i := bytes.Index(d.buf, []byte("\n\n"))
+		i := bytes.Index(a.buf, []byte("\n\n"))
 		if i < 0 {
 			return len(b), nil
 		}
-		event := d.buf[:i+2]
-		d.buf = d.buf[i+2:]
-		if d.drop() && isAnswer(event) {
+		event := a.buf[:i+2]
+		a.buf = a.buf[i+2:]
+		out, keep := a.mapEvent(event)
+		if !keep {
 			continue
 		}
-		if _, err := d.ResponseWriter.Write(event); err != nil {
+		if _, err := a.ResponseWriter.Write(out); err != nil {
 			return 0, err
 		}
 	}
 }
 
-// isAnswer reports an SSE event whose data is a JSON-RPC response (on a
-// POST's stream, the one answer to its request; notifications have a
-// method).
-func isAnswer(event []byte) bool {
-	for _, line := range bytes.Split(event, []byte("\n")) {
+// mapEvent is an SSE event with its data mapped by mapAnswer.
+func (a *answerWriter) mapEvent(event []byte) ([]byte, bool) {
+	lines := bytes.Split(event, []byte("\n"))
+	for i, line := range lines {
 		if data, ok := bytes.CutPrefix(line, []byte("data: ")); ok {
-			var m struct {
-				Method string          `json:"method"`
-				ID     json.RawMessage `json:"id"`
+			out, keep := a.mapAnswer(data)
+			if !keep {
+				return nil, false
 			}
-			return json.Unmarshal(data, &m) == nil && m.Method == "" && len(m.ID) > 0
+			lines[i] = append([]byte("data: "), out...)
+			return bytes.Join(lines, []byte("\n")), true
 		}
 	}
-	return false
+	return event, true
 }
 
-func (d *dropCancelled) Flush() {
-	if f, ok := d.ResponseWriter.(http.Flusher); ok {
+// mapAnswer is an answer of the SDK under the client's id; keep is false
+// for the answer of a cancelled request. Anything else passes as it is.
+func (a *answerWriter) mapAnswer(msg []byte) (_ []byte, keep bool) {
+	ours, rest, ok := answerID(msg)
+	if !ok {
+		return msg, true
+	}
+	call, ok := a.ids.answered(ours)
+	if !ok {
+		return msg, true
+	}
+	if call.cancelled {
+		return nil, false
+	}
+	return withID(call.theirs, rest), true
+}
+
+func (a *answerWriter) Flush() {
+	if f, ok := a.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
 	}
 }
 
 // Unwrap lets http.ResponseController reach the connection.
-func (d *dropCancelled) Unwrap() http.ResponseWriter { return d.ResponseWriter }
+func (a *answerWriter) Unwrap() http.ResponseWriter { return a.ResponseWriter }
 
 // serveNew serves a request without a session (an initialize, or a
 // client's mistake, which the SDK refuses) once there is room for the
@@ -293,6 +346,13 @@ func (t *sessionTable) serveNew(w http.ResponseWriter, r *http.Request, h http.H
 		h.ServeHTTP(w, r)
 		return
 	}
+	// The body is read before a session is counted: a client sending
+	// it slowly holds no session.
+	w, end, ok := readMessage(w, r, newIDPath())
+	if !ok {
+		return
+	}
+	defer end()
 	evict, ok := t.reserve()
 	if evict != "" {
 		t.closeSession(evict)
@@ -307,8 +367,8 @@ func (t *sessionTable) serveNew(w http.ResponseWriter, r *http.Request, h http.H
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.starting--
-	if id := w.Header().Get("Mcp-Session-Id"); id != "" {
-		t.byID[id] = &sessionUse{last: time.Now()}
+	if id := w.Header().Get("Mcp-Session-Id"); id != "" && t.byID[id] == nil {
+		t.byID[id] = &sessionUse{last: time.Now(), ids: newIDPath()}
 	}
 }
 
@@ -336,6 +396,16 @@ func (t *sessionTable) reserve() (evict string, ok bool) {
 	}
 	t.starting++
 	return evict, true
+}
+
+// sdkHas reports whether the SDK has the session id.
+func (t *sessionTable) sdkHas(id string) bool {
+	for ss := range t.srv.sdk.Sessions() {
+		if ss.ID() == id {
+			return true
+		}
+	}
+	return false
 }
 
 // pruneLocked drops the sessions the SDK no longer has.

@@ -151,7 +151,7 @@ func TestDNSRebinding(t *testing.T) {
 
 // rawPost sends one JSON-RPC message as a Streamable HTTP client would and
 // returns the response with its body read.
-func rawPost(t *testing.T, url, session, version, body string) (*http.Response, string) {
+func rawPost(t testing.TB, url, session, version, body string) (*http.Response, string) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
@@ -172,6 +172,19 @@ func rawPost(t *testing.T, url, session, version, body string) (*http.Response, 
 }
 
 const initializeBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"flood","version":"1"}}}`
+
+// initialized opens a session of 2025-11-25 as a client does (initialize,
+// then notifications/initialized) and returns its id.
+func initialized(t testing.TB, url string) string {
+	t.Helper()
+	resp, body := rawPost(t, url, "", "", initializeBody)
+	session := resp.Header.Get("Mcp-Session-Id")
+	if session == "" {
+		t.Fatalf("initialize: %d %s", resp.StatusCode, body)
+	}
+	rawPost(t, url, session, "2025-11-25", `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return session
+}
 
 func (s *Server) sessionCount() int {
 	n := 0
@@ -371,12 +384,7 @@ func TestHTTPSessionCancelledGetsNoAnswer(t *testing.T) {
 	t.Cleanup(func() { srv.Close(context.Background()) })
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
-	resp, body := rawPost(t, ts.URL, "", "", initializeBody)
-	session := resp.Header.Get("Mcp-Session-Id")
-	if session == "" {
-		t.Fatalf("initialize: %d %s", resp.StatusCode, body)
-	}
-	rawPost(t, ts.URL, session, "2025-11-25", `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	session := initialized(t, ts.URL)
 	answered := make(chan string, 1)
 	go func() {
 		_, b := rawPost(t, ts.URL, session, "2025-11-25", `{"jsonrpc":"2.0","id":"slow","method":"tools/call","params":{"name":"timeout_sleep","arguments":{}}}`)

@@ -154,7 +154,7 @@ func New(pkg *runtime.Package, opts Options) *Server {
 			}
 		},
 	})
-	s.sdk.AddReceivingMiddleware(s.toolsInOrder)
+	s.sdk.AddReceivingMiddleware(jsonrpcCodes, s.toolsInOrder)
 	s.setTools(pkg)
 	return s
 }
@@ -286,6 +286,24 @@ func (s *Server) toolsInOrder(next mcp.MethodHandler) mcp.MethodHandler {
 			lr.NextCursor = encodeCursor(end)
 		}
 		return lr, nil
+	}
+}
+
+// jsonrpcCodes gives every error a handler returns a JSON-RPC code: the
+// SDK sends an error that is not a *jsonrpc.Error with code 0, which no
+// JSON-RPC client reads as an error code. Such an error is the host's
+// (the server shutting down, a call cancelled): -32603, internal error.
+func jsonrpcCodes(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if err == nil {
+			return res, nil
+		}
+		var coded *jsonrpc.Error
+		if errors.As(err, &coded) && coded.Code != 0 {
+			return res, err
+		}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 	}
 }
 

@@ -60,7 +60,7 @@ type fixture struct {
 	log   *zap.Logger
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	core, logs := observer.New(zap.DebugLevel)
 	f := &fixture{calls: newCalls(), logs: logs, log: zap.New(core)}
@@ -75,7 +75,7 @@ func newFixture(t *testing.T) *fixture {
 	return f
 }
 
-func (f *fixture) load(t *testing.T, path string) *runtime.Package {
+func (f *fixture) load(t testing.TB, path string) *runtime.Package {
 	t.Helper()
 	pkg, err := f.rt.Load(context.Background(), path)
 	if err != nil {

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"sync"
 	"syscall"
 
@@ -33,15 +32,15 @@ const (
 //
 // Between the client and the SDK sits a layer that keeps the session sound
 // whatever the client sends:
-//   - Every request reaches the SDK under an id of this layer's own (a small
-//     integer), and its answer goes back under the client's id spelled
-//     byte for byte as sent: the SDK reads numeric ids as int64, so 1.0,
-//     -0 or 12345678901234567890 would come back as other numbers.
+//   - Every request reaches the SDK under an id of this layer's own, and
+//     its answer goes back under the client's id spelled byte for byte as
+//     sent (idPath, which Handler uses too).
 //   - A line that is not JSON gets -32700 and one that is not a JSON-RPC
 //     message (a batch included: MCP 2025-06-18 removed them) -32600, both
 //     with id null, and the session goes on (the SDK would end it).
 //   - A request the client cancelled (notifications/cancelled) gets no
 //     answer, as MCP says: the SDK's "context canceled" error is dropped.
+//     A cancel naming no request in flight is dropped unread.
 //     So do the requests in flight when ctx ends: they are cancelled too.
 //   - At the end of in, every request read and not cancelled is answered
 //     before the server stops (the SDK alone would stop at once and drop
@@ -73,25 +72,17 @@ type stdioConn struct {
 
 	mu       sync.Mutex
 	cond     *sync.Cond
-	out      io.Writer            // guarded by mu: one line at a time
-	partial  []byte               // the SDK's output line not yet complete
-	next     int64                // the next id handed to the SDK
-	byOurs   map[int64]*stdioCall // requests the SDK has not answered
-	byTheir  map[string]int64     // the client's raw id → ours, for cancellation
-	live     int                  // entries of byOurs not cancelled
-	pending  []byte               // rewritten input not yet read by the SDK (reader only)
-	eof      bool                 // in has ended (reader only)
-	writeErr error                // the first failed write to out
-}
-
-// stdioCall is a request in flight: the client's id as sent.
-type stdioCall struct {
-	theirs    json.RawMessage
-	cancelled bool
+	out      io.Writer // guarded by mu: one line at a time
+	partial  []byte    // the SDK's output line not yet complete
+	ids      *idPath   // the requests in flight
+	live     int       // requests in flight not cancelled
+	pending  []byte    // rewritten input not yet read by the SDK (reader only)
+	eof      bool      // in has ended (reader only)
+	writeErr error     // the first failed write to out
 }
 
 func newStdioConn(ctx context.Context, in io.Reader, out io.Writer) *stdioConn {
-	c := &stdioConn{ctx: ctx, in: bufio.NewReaderSize(in, 64<<10), out: out, byOurs: map[int64]*stdioCall{}, byTheir: map[string]int64{}}
+	c := &stdioConn{ctx: ctx, in: bufio.NewReaderSize(in, 64<<10), out: out, ids: newIDPath()}
 	c.cond = sync.NewCond(&c.mu)
 	context.AfterFunc(ctx, func() {
 		c.mu.Lock()
@@ -202,61 +193,25 @@ func (c *stdioConn) inbound(line []byte) []byte {
 		return nil
 	}
 	c.mu.Lock()
-	if hasID && string(id) != "null" {
-		ours := c.next
-		c.next++
-		c.byOurs[ours] = &stdioCall{theirs: id}
-		c.byTheir[string(id)] = ours
+	res := c.ids.rewriteInbound(m, method)
+	if res.isRequest {
 		c.live++
-		m["id"] = json.RawMessage(strconv.FormatInt(ours, 10))
 	}
-	if method == "notifications/cancelled" {
-		c.cancelLocked(m)
+	if res.newly {
+		// Its answer will be dropped: the end of input no longer waits for it.
+		c.live--
+		c.cond.Broadcast()
 	}
 	c.mu.Unlock()
+	if res.drop {
+		return nil
+	}
 	b, err := json.Marshal(m)
 	if err != nil { // cannot happen: every value came from a valid document
 		c.refuse(id, codeInvalidRequest, "Invalid Request: "+err.Error())
 		return nil
 	}
 	return append(b, '\n')
-}
-
-// cancelLocked turns a cancellation's requestId into the SDK's id for that
-// request and marks the request cancelled: its answer will be dropped, and
-// the end of input no longer waits for it.
-func (c *stdioConn) cancelLocked(m map[string]json.RawMessage) {
-	var params map[string]json.RawMessage
-	if json.Unmarshal(m["params"], &params) != nil {
-		return
-	}
-	theirs := params["requestId"]
-	ours, ok := c.byTheir[string(theirs)]
-	if !ok {
-		return // answered already, or never asked: the SDK ignores it
-	}
-	if call := c.byOurs[ours]; call != nil && !call.cancelled {
-		call.cancelled = true
-		c.live--
-		c.cond.Broadcast()
-	}
-	params["requestId"] = json.RawMessage(strconv.FormatInt(ours, 10))
-	if b, err := json.Marshal(params); err == nil {
-		m["params"] = b
-	}
-}
-
-// validID: JSON-RPC ids are strings, numbers or null.
-func validID(raw json.RawMessage) bool {
-	var v any
-	if json.Unmarshal(raw, &v) != nil {
-		return false
-	}
-	switch v.(type) {
-	case nil, string, float64:
-		return true
-	}
-	return false
 }
 
 // refuse answers a message this layer will not pass on. id is the
@@ -284,10 +239,6 @@ func (c *stdioConn) writeLocked(b []byte) {
 // is an answer to map back to the client's id (or drop, when cancelled),
 // or a message of the server's own, passed on as it is.
 type stdioWriter struct{ c *stdioConn }
-
-// responsePrefix is how the SDK begins every message with an id (its wire
-// struct's field order: jsonrpc, id, method, …).
-var responsePrefix = []byte(`{"jsonrpc":"2.0","id":`)
 
 func (w *stdioWriter) Write(b []byte) (int, error) {
 	c := w.c
@@ -321,40 +272,22 @@ func (w *stdioWriter) Close() error { return nil }
 // outboundLocked maps an answer's id back to the client's, or returns nil
 // for the answer of a cancelled request.
 func (c *stdioConn) outboundLocked(line []byte) []byte {
-	if !bytes.HasPrefix(line, responsePrefix) {
-		return line // a notification, or an answer without id
+	ours, rest, ok := answerID(line)
+	if !ok {
+		return line // a notification, a request of the server, or an answer of no request in flight
 	}
-	rest := line[len(responsePrefix):]
-	end := bytes.IndexAny(rest, ",}")
-	if end < 0 {
-		return line
-	}
-	if bytes.HasPrefix(rest[end:], []byte(`,"method":`)) {
-		return line // a request of the server: its id is its own
-	}
-	ours, err := strconv.ParseInt(string(rest[:end]), 10, 64)
-	if err != nil {
-		return line
-	}
-	call, ok := c.byOurs[ours]
+	call, ok := c.ids.answered(ours)
 	if !ok {
 		return line
-	}
-	delete(c.byOurs, ours)
-	if c.byTheir[string(call.theirs)] == ours {
-		delete(c.byTheir, string(call.theirs))
 	}
 	if call.cancelled || c.ctx.Err() != nil {
 		// Cancelled by the client, or with the whole session (the
 		// command's SIGINT/SIGTERM): MCP gives a cancelled request no
-		// answer, so the SDK's ("context canceled", code 0) is dropped,
-		// however late the SDK writes it.
+		// answer, so the SDK's ("context canceled") is dropped, however
+		// late the SDK writes it.
 		return nil
 	}
 	c.live--
 	c.cond.Broadcast()
-	out := make([]byte, 0, len(line)+len(call.theirs))
-	out = append(out, responsePrefix...)
-	out = append(out, call.theirs...)
-	return append(out, rest[end:]...)
+	return withID(call.theirs, rest)
 }
