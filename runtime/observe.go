@@ -122,7 +122,7 @@ func (rt *Runtime) reportUpload(ctx context.Context, name string, hash []byte, s
 			e.Outcome = OutcomeCrashed
 			e.Codes = append(e.Codes, rej.Crash.Reason)
 		}
-	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+	case callerEnded(ctx) != nil && errors.Is(err, callerEnded(ctx)):
 		e.Outcome = OutcomeCanceled
 	default:
 		e.Outcome = OutcomeError
