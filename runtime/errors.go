@@ -173,6 +173,15 @@ const (
 	CodeBadArguments = "bad_arguments"
 )
 
+// Codes of the CallEvent of a PackageSet.Call that never reached its
+// package (Outcome OutcomeError): the package could not be opened (the
+// loader's or Open's error), or the set closed before or while the call
+// waited for it.
+const (
+	CodeOpenFailed       = "open_failed"
+	CodePackageSetClosed = "package_set_closed"
+)
+
 // ErrClosed is the error of every entry point (Load, Validate, Discover,
 // Open, RunCommand, Package.Call, Package.Probe) once Runtime.Close has
 // begun: errors.Is(err, ErrClosed) finds it. A runtime shutting down is the
