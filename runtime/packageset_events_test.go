@@ -161,3 +161,71 @@ func TestPackageSetCloseStopsWaitersWithItsOwnError(t *testing.T) {
 		})
 	}
 }
+
+// The budget counts an open under way before its package exists: room is
+// made (the idle package evicted) before the open, not after it, so the
+// set never holds both at once.
+func TestPackageSetOpenIsCountedBeforeItExists(t *testing.T) {
+	t.Parallel()
+	obs := &setEvents{}
+	rt, err := New(context.Background(), Config{CompilationCacheDir: compiledCache, Observer: obs, TempDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close(context.Background()) })
+	d := setStore(t, rt, 2)
+	probe := newSet(t, rt, PackageSetConfig{Loader: d})
+	if err := greetVia(probe, "k0"); err != nil {
+		t.Fatal(err)
+	}
+	one := probe.Stats().ResidentBytes
+	probe.Close(context.Background())
+	obs.mu.Lock()
+	obs.log = nil
+	obs.mu.Unlock()
+
+	s := newSet(t, rt, PackageSetConfig{Loader: d, MaxBytes: one + one/2})
+	for _, key := range []string{"k0", "k1"} {
+		if err := greetVia(s, key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := obs.kinds(), "opened k0, evicted k0, opened k1"; got != want {
+		t.Fatalf("events %q, want %q: k0 must go before k1 is opened", got, want)
+	}
+}
+
+// Remove while two callers hold the package: it stays open for both, and
+// closes when the last lets go, not under the second.
+func TestPackageSetRemoveWithTwoHolders(t *testing.T) {
+	t.Parallel()
+	rt := newRuntime(t, nil)
+	s := newSet(t, rt, PackageSetConfig{Loader: setStore(t, rt, 1)})
+	for _, holders := range []int{1, 2} {
+		var pkgs []*Package
+		var releases []func()
+		for range holders {
+			p, release, err := s.Acquire(context.Background(), "k0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			pkgs, releases = append(pkgs, p), append(releases, release)
+			defer release() // a failure must not leave Close waiting (release runs once)
+		}
+		s.Remove("k0")
+		for i := range holders {
+			res, err := pkgs[i].Call(context.Background(), CallRequest{Tool: "greet", Arguments: json.RawMessage(`{"name":"Ada"}`)})
+			if err != nil || res.Outcome != OutcomeOK {
+				t.Fatalf("%d holders: holder %d after Remove and %d releases: %v %+v", holders, i, i, err, res)
+			}
+			res.Release()
+			if st := s.Stats(); st.Resident != 1 {
+				t.Fatalf("%d holders: %+v before holder %d's release, want the package open", holders, st, i)
+			}
+			releases[i]()
+		}
+		if st := s.Stats(); st.Resident != 0 || st.ResidentBytes != 0 || st.InUse != 0 {
+			t.Fatalf("%d holders: %+v after the last release, want the package closed", holders, st)
+		}
+	}
+}
