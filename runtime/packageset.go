@@ -60,6 +60,9 @@ func (d DirLoader) LoadPackage(ctx context.Context, key string) (*Artifact, stri
 	if err != nil {
 		return nil, "", err
 	}
+	if a.Key != "" && a.Key != key {
+		return nil, "", fmt.Errorf("%w (it was saved under key %q)", errOtherPackage, a.Key)
+	}
 	return a, filepath.Join(d.Packages, key), nil
 }
 
@@ -70,7 +73,10 @@ func (d DirLoader) Save(key string, p *Package) error {
 	if err := checkKey(key); err != nil {
 		return err
 	}
-	return p.Artifact().Save(filepath.Join(d.Artifacts, key))
+	a := p.Artifact()
+	a.Key = key
+	a.seal()
+	return a.Save(filepath.Join(d.Artifacts, key))
 }
 
 // checkKey refuses a key that is not one plain path element.
