@@ -273,14 +273,7 @@ func TestFullCacheNeverRejectsAndReleases(t *testing.T) {
 	if res.Outcome != OutcomeOK {
 		t.Fatalf("call: %s %+v", res.Outcome, res.Crash)
 	}
-	store := t.TempDir()
-	if err := pkg.Artifact().Save(store); err != nil {
-		t.Fatal(err)
-	}
-	a, err := ReadArtifact(store)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := saveAndRead(t, pkg)
 	pkg.Close(context.Background())
 	opened, err := rt.Open(context.Background(), a, cgreetDir)
 	if err != nil {

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/subako/subako-runner/internal/compile"
+	"github.com/subako/subako-runner/internal/fuel"
 	"github.com/subako/subako-runner/internal/instance"
 	"github.com/subako/subako-runner/internal/modcheck"
 	"github.com/subako/subako-runner/protocol"
@@ -214,17 +214,8 @@ func interruptedError(what string, err error) error {
 // crashed Result.
 func canceled(ctx context.Context, what string) error { return instance.Canceled(ctx, what) }
 
-// callerEnded is why the caller's context has ended: ctx.Err(), or
-// context.DeadlineExceeded once its deadline has passed though its timer
-// has not run yet. The fuel meter stops a guest at the caller's deadline
-// without waiting for that timer, so the event of a call it stopped must
-// not wait for it either. It is nil while ctx is live.
-func callerEnded(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
-		return context.DeadlineExceeded
-	}
-	return nil
-}
+// callerEnded is why the caller's context has ended (fuel.Ended): the
+// fuel meter stops a guest at the caller's deadline without waiting for
+// that context's timer, so the event of a call it stopped must not wait
+// for it either. It is nil while ctx is live.
+func callerEnded(ctx context.Context) error { return fuel.Ended(ctx) }

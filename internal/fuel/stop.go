@@ -45,3 +45,10 @@ func (m *Meter) recordStop(ctx context.Context, err error) {
 		m.stop = s
 	}
 }
+
+// Ended is why ctx is done, as refuel judges it: ctx.Err(), or
+// context.DeadlineExceeded once its deadline has passed though its timer
+// has not run yet; nil while ctx is live. The host judges a caller's
+// context the same way, so that an end the meter made is never read as
+// the module's because a timer ran late.
+func Ended(ctx context.Context) error { return ended(ctx) }
