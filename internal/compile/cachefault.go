@@ -209,8 +209,7 @@ func OpenCache(dir string) (wazero.CompilationCache, error) {
 	return cache, nil
 }
 
-// probeWrite writes, syncs and removes a file of cacheProbeSize bytes in
-// dir.
+// probeWrite writes and removes a file of cacheProbeSize bytes in dir.
 func probeWrite(dir string) (err error) {
 	f, err := os.CreateTemp(dir, ".subako-probe-*")
 	if err != nil {
@@ -222,10 +221,10 @@ func probeWrite(dir string) (err error) {
 			err = fmt.Errorf("cannot be written: %w", rerr)
 		}
 	}()
+	// No Sync: a full file system refuses the write itself (tmpfs, and
+	// ext4 and xfs reserve blocks at write time), and a sync at every New
+	// would cost every runtime a disk flush.
 	if _, err := f.Write(make([]byte, cacheProbeSize)); err != nil {
-		return fmt.Errorf("cannot be written: %w", err)
-	}
-	if err := f.Sync(); err != nil {
 		return fmt.Errorf("cannot be written: %w", err)
 	}
 	return nil
