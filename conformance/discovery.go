@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/subako/subako-runner/internal/wasmbin"
+	"github.com/subako/subako-runner/limits"
 	"github.com/subako/subako-runner/protocol"
 	srt "github.com/subako/subako-runner/runtime"
 )
@@ -55,24 +55,29 @@ func (r *run) discoveryFailed(rej *srt.RejectedError) {
 	r.skipRest("skipped: discovery failed (see discovery.ok)")
 }
 
+// rejections lists the host's rejections one a line, each after the
+// upload stage that found it (srt.RejectionCodes).
 func rejections(list []srt.Rejection) string {
+	stage := map[string]srt.Stage{}
+	for _, c := range srt.RejectionCodes(limits.Default()) {
+		stage[c.Code] = c.Stage
+	}
 	var b strings.Builder
 	for i, rej := range list {
 		if i > 0 {
 			b.WriteByte('\n')
+		}
+		if s, ok := stage[rej.Code]; ok {
+			fmt.Fprintf(&b, "%s, ", s)
 		}
 		fmt.Fprintf(&b, "%s: %s", rej.Code, rej.Message)
 	}
 	return b.String()
 }
 
-func (r *run) readImports(module []byte) {
+func (r *run) readImports(checked *srt.Checked) {
 	r.imports = map[string]bool{}
-	m, err := wasmbin.Decode(module)
-	if err != nil {
-		return // the upload checks passed, so this does not happen
-	}
-	for _, im := range m.Imports {
+	for _, im := range checked.Imports() {
 		r.imports[im.Module+"."+im.Name] = true
 	}
 }

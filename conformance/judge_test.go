@@ -62,3 +62,13 @@ func TestTimeChecksJudgeTheDurationAgainstTheLimit(t *testing.T) {
 		})
 	}
 }
+
+// A refused upload's detail names the stage of each rejection, from the
+// runtime's table; a code the table does not know is shown bare.
+func TestRejectionsNameTheirStage(t *testing.T) {
+	got := rejections([]srt.Rejection{{Code: srt.CodeUnknownImport, Message: "m1"}, {Code: srt.CodeNoTools, Message: "m2"}, {Code: "newer", Message: "m3"}})
+	want := "module checks, unknown_import: m1\ntool list, no_tools: m2\nnewer: m3"
+	if got != want {
+		t.Errorf("rejections:\n%s\nwant\n%s", got, want)
+	}
+}

@@ -200,7 +200,7 @@ func (r *run) all(ctx context.Context) error {
 	defer checked.Close(context.WithoutCancel(ctx))
 	r.fixed.uploadChecks.set(Pass, "%s bytes, sha256 %s", groupDigits(len(checked.Source.Module)), hex.EncodeToString(checked.Hash[:]))
 	r.assets = checked.Source.HasAssets
-	r.readImports(checked.Source.Module)
+	r.readImports(checked)
 
 	pkg, err := r.rt.Discover(ctx, checked, r.path)
 	if errors.As(err, &rej) {

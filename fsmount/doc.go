@@ -14,6 +14,10 @@
 // which mounts were touched, so that the runtime can give an untouched
 // /volume/tmp to the next call without looking at it again.
 //
+// Lock serialises, per host directory, what can carry a symbolic link to
+// another depth (the WASI layer's link rule), across every Set, Runtime and
+// process using the directory: it is flock(2) on the directory.
+//
 // RemoveAll removes a volume a guest filled, whatever its depth, without
 // following links, and reports what it could not remove.
 package fsmount

@@ -65,10 +65,10 @@ type Limits struct {
 	MaxTools int
 	// CompileTimeout bounds compiling a module to machine code at upload;
 	// a module that takes longer is rejected as compile_timeout. The
-	// default, 5 minutes, is generous: the Go MCP SDK's 14 MB module
-	// compiles in about 6 s on an idle core, but took over a minute on a
-	// 2-core machine at a load of 16. The structural bounds (Structure) are
-	// what keep a hostile module's compilation short; this is the backstop.
+	// default, 5 minutes, is generous: what a real module (the Go MCP
+	// SDK's) takes, idle and under load, is measured in docs/security.md
+	// (the compile-time row). The structural bounds (Structure) are what
+	// keep a hostile module's compilation short; this is the backstop.
 	CompileTimeout time.Duration
 	// Structure bounds the shape of an uploaded module (module_too_complex).
 	Structure Structure
@@ -121,11 +121,11 @@ type Structure struct {
 	Globals int
 	// GlobalCost bounds the sum over functions of the globals they declare
 	// (all of them) plus the mutable globals times the function's call
-	// sites: wazero reloads every mutable global after every call, so
-	// 100,000 globals and 100 calls took 8.4 s and 1.75 GB. The meter's two
-	// mutable globals and its refuel call (one per loop and function entry)
-	// are counted, since the metered module is what compiles. About 0.5 µs
-	// and 180 bytes a reload.
+	// sites: wazero reloads every mutable global after every call (what a
+	// module at the bound and one past it cost is measured in
+	// docs/security.md, the global-cost row). The meter's two mutable
+	// globals and its refuel call (one per loop and function entry) are
+	// counted, since the metered module is what compiles.
 	GlobalCost int64
 	// Locals is the most locals, parameters included, of all functions
 	// together: each is a zero constant at its function's entry (about
@@ -150,7 +150,10 @@ type Structure struct {
 	// of 1,000 results: 16 KB, 10.7 s; a br_table of 16,000 labels to it:
 	// 39 s). About 2.7e-9 s a value.
 	BranchValues int64
-	// Types is the most function types.
+	// Types is the most function types. The compiling Runtime keeps each
+	// distinct one for its life, accepted or not (about 120 bytes a type
+	// and 18 a value: docs/security.md, "Known gaps"), so with TypeValues
+	// this bounds what one upload leaves behind.
 	Types int
 	// TypeArity is the most parameters, and the most results, of one
 	// function type (1,000 in V8 and SpiderMonkey).
@@ -200,9 +203,9 @@ func DefaultStructure() Structure {
 		LocalCost:      1_000_000_000,
 		BrTableCost:    5_000_000_000,
 		BranchValues:   1_000_000,
-		Types:          10_000,
+		Types:          1_000,
 		TypeArity:      1_000,
-		TypeValues:     100_000,
+		TypeValues:     10_000,
 		TableElements:  DefaultTableElements,
 	}
 }
@@ -219,11 +222,11 @@ const DefaultTableElements = 1_000_000
 // declared at upload and tables grown at run time are both charged.
 const TableElementBytes = 8
 
-// DefaultFuel is the default instruction budget, about a dozen seconds of
-// pure computation: measured here, CPU-bound Go and C guests spend 7 to 8
-// billion fuel a second, and a Go MCP server answering one call a few
-// million. A well-behaved call never meets it, and a runaway loop stops
-// within seconds even when its call timeout is long.
+// DefaultFuel is the default instruction budget: a well-behaved call
+// never meets it, and a runaway loop stops within seconds even when its
+// call timeout is long. What it is in seconds of computation and in calls
+// of a real server is measured in docs/RATIONALE.md ("How is fuel
+// injected, and why not WithCloseOnContextDone?").
 const DefaultFuel uint64 = 100_000_000_000
 
 // Default returns the limits of docs/abi.md §9.

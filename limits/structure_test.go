@@ -20,9 +20,9 @@ func TestDefaultStructureCompileCostBounds(t *testing.T) {
 		{"local cost", s.LocalCost, 1_000_000_000},
 		{"br_table cost", s.BrTableCost, 5_000_000_000},
 		{"branch values", s.BranchValues, 1_000_000},
-		{"types", int64(s.Types), 10_000},
+		{"types", int64(s.Types), 1_000},
 		{"type arity", int64(s.TypeArity), 1_000},
-		{"type values", int64(s.TypeValues), 100_000},
+		{"type values", int64(s.TypeValues), 10_000},
 		{"table elements", s.TableElements, 1_000_000},
 	}
 	for _, c := range checks {

@@ -72,7 +72,7 @@ func quoteShort(s string, n int) string {
 	if len(s) <= n {
 		return fmt.Sprintf("%q", s)
 	}
-	return fmt.Sprintf("%q… (%d bytes)", text.Cut(s, n), len(s))
+	return fmt.Sprintf("%q… (%d bytes)", text.Truncate(s, n), len(s))
 }
 
 // shortID renders an id for a message, cut so a hostile id cannot bloat it.

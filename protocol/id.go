@@ -232,9 +232,10 @@ func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 // addToDecimal returns the decimal text of (-1 if neg) * digits + adjust,
 // for digits without leading zeros and longer than 17 (so the value's
 // magnitude, at least 10^17, is larger than any adjust and keeps its sign).
-// The work is linear in len(digits): a guest's id "1e" followed by millions
-// of digits used to go through big.Int, quadratic in time and in allocated
-// memory (8 million digits: 135 s of host CPU inside fd_write).
+// The work is linear in len(digits), not big.Int's: big.Int's decimal
+// conversion is quadratic in time and in allocated memory, and a guest's id
+// "1e" followed by 8 million digits would cost 135 s of host CPU inside
+// fd_write.
 func addToDecimal(neg bool, digits string, adjust int64) string {
 	// The magnitude changes by delta: away from zero when adjust has the
 	// value's sign.

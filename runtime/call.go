@@ -185,12 +185,12 @@ func (r *Result) Release() error {
 func (p *Package) Call(ctx context.Context, req CallRequest) (*Result, error) {
 	// WithLazy: the fields are encoded only if the call logs something.
 	log := p.rt.log.WithLazy(zap.String("package", p.name), zap.String("tool", req.Tool))
-	e := CallEvent{Package: p.name, Tool: req.Tool, ModuleSHA256: p.checked.sha256Hex, Start: time.Now()}
-	res, err := p.callOnce(ctx, req, log, &e)
+	event := CallEvent{Package: p.name, Tool: req.Tool, ModuleSHA256: p.checked.sha256Hex, Start: time.Now()}
+	res, err := p.callOnce(ctx, req, log, &event)
 	if err != nil {
-		e.Outcome, e.Code = errorOutcome(ctx, err)
+		event.Outcome, event.Code = errorOutcome(ctx, err)
 	}
-	p.rt.reportCall(ctx, log, e)
+	p.rt.reportCall(ctx, log, event)
 	return res, err
 }
 
@@ -211,9 +211,9 @@ func errorOutcome(ctx context.Context, err error) (Outcome, string) {
 	}
 }
 
-// callOnce is Call without its report: it fills e on success (and its
+// callOnce is Call without its report: it fills event on success (and its
 // stats whenever an instance ran).
-func (p *Package) callOnce(ctx context.Context, req CallRequest, log *zap.Logger, e *CallEvent) (*Result, error) {
+func (p *Package) callOnce(ctx context.Context, req CallRequest, log *zap.Logger, event *CallEvent) (*Result, error) {
 	if err := canceled(ctx, "call "+req.Tool); err != nil {
 		return nil, err
 	}
@@ -244,7 +244,8 @@ func (p *Package) callOnce(ctx context.Context, req CallRequest, log *zap.Logger
 		}
 		res.TmpDir, res.volumes = dir, p.rt.volumes
 	}
-	err = p.call(ctx, req.Tool, args, req, lim, res, log, e)
+	req.Arguments = args // the object the module is given: trimmed, {} when empty
+	err = p.call(ctx, req, lim, res, log, event)
 	if err != nil {
 		res.Release()
 		return nil, err
@@ -348,8 +349,11 @@ func (rt *Runtime) limitsFor(override *limits.Limits) (limits.Limits, error) {
 	return *override, nil
 }
 
-func (p *Package) call(ctx context.Context, tool string, args json.RawMessage, req CallRequest, lim limits.Limits, res *Result, log *zap.Logger, e *CallEvent) error {
-	params, err := protocol.ToolsCallParams(tool, args)
+// call runs req (its Arguments checked to be an object) in a fresh
+// instance under lim, filling res and event.
+func (p *Package) call(ctx context.Context, req CallRequest, lim limits.Limits, res *Result, log *zap.Logger, event *CallEvent) error {
+	tool := req.Tool
+	params, err := protocol.ToolsCallParams(tool, req.Arguments)
 	if err != nil {
 		return &CallError{CodeBadArguments, err.Error()}
 	}
@@ -385,9 +389,9 @@ func (p *Package) call(ctx context.Context, tool string, args json.RawMessage, r
 	// A guest still running could write into /volume/tmp after Release:
 	// such a directory must never go back to the pool.
 	res.reuse = s.AwaitGone()
-	e.Stats = res.Stats
-	e.InstanceStart, e.Instantiate, e.Run = in.Timing.Start, in.Timing.Instantiate, in.Timing.Run
-	e.HTTP, e.HTTPNotKept = in.HTTP.Records()
+	event.Stats = res.Stats
+	event.InstanceStart, event.Instantiate, event.Run = in.Timing.Start, in.Timing.Instantiate, in.Timing.Run
+	event.HTTP, event.HTTPNotKept = in.HTTP.Records()
 	if err := s.Interrupted(); err != nil {
 		// The caller ended the call, or the runtime closed: whatever the
 		// instance did last says nothing about the module.
@@ -411,9 +415,9 @@ func (p *Package) call(ctx context.Context, tool string, args json.RawMessage, r
 	if crash == nil {
 		res.View = protocol.BuildView(res.Parsed, in.Files())
 	}
-	e.Outcome = res.Outcome
+	event.Outcome = res.Outcome
 	if crash != nil {
-		e.Crash = crash.Reason
+		event.Crash = crash.Reason
 	}
 	return nil
 }

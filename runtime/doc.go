@@ -18,7 +18,7 @@
 // it lists every problem, each with a stable code of the host contract),
 // and a module that breaks the protocol during a call is not an error at
 // all but a Result whose Outcome is OutcomeCrashed and whose Crash carries
-// the reason code and the last 4 KiB of stderr. Any other Go error
+// the reason code and the tail of stderr (limits.Limits.StderrTail). Any other Go error
 // returned by this package means the host itself could not do the work,
 // or the caller asked for something impossible (an unknown tool, bad
 // limits).

@@ -38,6 +38,10 @@ const ABIVersion = 1
 // collection's stop-the-world waits for the goroutines running compiled
 // Wasm to reach a host call (docs/embedding.md). The library itself never
 // changes process-wide settings.
+//
+// Experimental: the value follows measurements of this runner and of
+// Go's collector, and may change in any release (docs/embedding.md,
+// "What may change").
 const GCPercent = 800
 
 // Config configures a Runtime. The zero value is ready to use.
@@ -82,6 +86,10 @@ type Config struct {
 	// functions at once (wazero's experimental.WithCompilationWorkers); 0
 	// means runtime.NumCPU(), 1 compiles on the caller's goroutine alone.
 	// An upload of a large module is then bounded by the cores, not one.
+	//
+	// Experimental: it mirrors a wazero option that wazero itself marks
+	// experimental, so it may change meaning or go away when wazero's does
+	// (docs/embedding.md, "What may change").
 	CompilationWorkers int
 }
 

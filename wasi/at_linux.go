@@ -67,28 +67,49 @@ func timespec(t time.Time) syscall.Timespec {
 	return syscall.NsecToTimespec(t.UnixNano())
 }
 
-// renameOntoDir renames oldName onto the existing directory newName as
-// rename(2) does: a directory replaces an empty one atomically, anything
-// else fails with the kernel's errno (ENOTEMPTY, EISDIR). os.Root refuses
-// every rename onto a directory with EEXIST, for portability.
-func renameOntoDir(root *os.Root, oldName, newName string) error {
-	oldName, newName = strings.TrimRight(oldName, "/"), strings.TrimRight(newName, "/")
-	od, ob, ok, err := parentAt(root, oldName)
-	if err != nil || !ok {
-		return orEINVAL(err)
-	}
-	defer od.Close()
-	nd, nb, ok, err := parentAt(root, newName)
-	if err != nil || !ok {
-		return orEINVAL(err)
-	}
-	defer nd.Close()
-	return syscall.Renameat(int(od.Fd()), ob, int(nd.Fd()), nb)
+// renameAt renames from to to in the directories the resolution opened
+// (renameat(2)), so the move is the one the link rule judged, and behaves
+// as rename(2): a directory replaces an empty one, anything else onto a
+// directory fails with the kernel's errno (ENOTEMPTY, EISDIR), where
+// os.Root refuses every rename onto a directory with EEXIST.
+func renameAt(_ *os.Root, from, to resolved) error {
+	return twoAt(from, to, func(ofd int, nfd int) error {
+		return syscall.Renameat(ofd, from.base, nfd, to.base)
+	})
 }
 
-func orEINVAL(err error) error {
+// linkAt makes the hard link to of from in the directories the resolution
+// opened (linkat(2), never following from).
+func linkAt(_ *os.Root, from, to resolved) error {
+	return twoAt(from, to, func(ofd int, nfd int) error {
+		op, err := syscall.BytePtrFromString(from.base)
+		if err != nil {
+			return err
+		}
+		np, err := syscall.BytePtrFromString(to.base)
+		if err != nil {
+			return err
+		}
+		_, _, errno := syscall.Syscall6(syscall.SYS_LINKAT, uintptr(ofd), uintptr(unsafe.Pointer(op)),
+			uintptr(nfd), uintptr(unsafe.Pointer(np)), 0, 0)
+		if errno != 0 {
+			return errno
+		}
+		return nil
+	})
+}
+
+// twoAt runs act with descriptors of the two resolutions' directories.
+func twoAt(from, to resolved, act func(ofd, nfd int) error) error {
+	od, err := from.dir.Open(".")
 	if err != nil {
 		return err
 	}
-	return syscall.EINVAL
+	defer od.Close()
+	nd, err := to.dir.Open(".")
+	if err != nil {
+		return err
+	}
+	defer nd.Close()
+	return act(int(od.Fd()), int(nd.Fd()))
 }

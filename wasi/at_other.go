@@ -12,6 +12,15 @@ import (
 // cannot be set.
 func lchtimes(*os.Root, string, time.Time, time.Time) error { return syscall.ENOTSUP }
 
-// renameOntoDir needs renameat; elsewhere renaming onto an existing
-// directory stays refused, as os.Root refuses it.
-func renameOntoDir(*os.Root, string, string) error { return syscall.EEXIST }
+// renameAt renames by the paths the resolution took, beneath root: without
+// renameat a rename onto an existing directory stays refused (EEXIST, as
+// os.Root refuses it), and without /proc no link can climb (links.go), so
+// no move needs the act in the very directories the check read.
+func renameAt(root *os.Root, from, to resolved) error {
+	return root.Rename(from.clean, to.clean)
+}
+
+// linkAt links by the paths the resolution took, beneath root (renameAt).
+func linkAt(root *os.Root, from, to resolved) error {
+	return root.Link(from.clean, to.clean)
+}

@@ -54,3 +54,65 @@ func BenchmarkFileWrite4K(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSymlinkClimbing is the cost of making and removing a link that
+// climbs (a/b/l -> ../../x): the link rule's check, under the mount's
+// lock, in the directory one resolution opened.
+func BenchmarkSymlinkClimbing(b *testing.B) {
+	h := newHostBench(b)
+	if e := h.mkdir(3, "a"); e != errnoSuccess {
+		b.Fatal(e)
+	}
+	if e := h.mkdir(3, "a/b"); e != errnoSuccess {
+		b.Fatal(e)
+	}
+	h.in.cfg.Budget = nil
+	np, nl := h.str(1, "a/b/l")
+	for b.Loop() {
+		if e := h.symlink("../../x", 3, "a/b/l"); e != errnoSuccess {
+			b.Fatal(e)
+		}
+		if e, _ := h.call(h.ctx, pathUnlinkFile, 3, np, nl); e != errnoSuccess {
+			b.Fatal(e)
+		}
+	}
+}
+
+// BenchmarkRenameDirectoryUp is the cost of moving a directory one level
+// up and back (the move up walks the links beneath it), under the lock.
+func BenchmarkRenameDirectoryUp(b *testing.B) {
+	h := newHostBench(b)
+	for _, d := range []string{"a", "a/b", "a/b/c"} {
+		if e := h.mkdir(3, d); e != errnoSuccess {
+			b.Fatal(e)
+		}
+	}
+	for b.Loop() {
+		if e := h.rename(3, "a/b", 3, "b"); e != errnoSuccess {
+			b.Fatal(e)
+		}
+		if e := h.rename(3, "b", 3, "a/b"); e != errnoSuccess {
+			b.Fatal(e)
+		}
+	}
+}
+
+// BenchmarkLinkRecheck is the least a check after the act would cost
+// instead of the lock: the link's directory's real depth read once more
+// (and, when it fails, an undo, not counted here).
+func BenchmarkLinkRecheck(b *testing.B) {
+	h := newHostBench(b)
+	h.mkdir(3, "a")
+	h.mkdir(3, "a/b")
+	root, _ := h.in.mountRoot(0)
+	at, errno := resolvePath(h.ctx, root, "a/b/l", false)
+	if errno != errnoSuccess {
+		b.Fatal(errno)
+	}
+	defer at.release()
+	for b.Loop() {
+		if d, errno := h.in.depthOf(at, 0); errno != errnoSuccess || d != 2 {
+			b.Fatal(d, errno)
+		}
+	}
+}

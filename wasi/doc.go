@@ -15,9 +15,19 @@
 //
 // # Decisions where the witx is silent
 //
-//   - Paths are resolved by os.Root beneath the directory fd they are
-//     relative to; one that would leave it gets ENOTCAPABLE (76), as in
-//     wasmtime. path_symlink refuses absolute targets and targets that
+//   - Paths are resolved beneath the directory fd they are relative to,
+//     first by this package's walk (each component once, at most 40
+//     links, ELOOP beyond, and at most 4096 lookups, ENAMETOOLONG
+//     beyond), then by os.Root, which confines the last component in the
+//     directory the walk ended in; one that would leave it gets
+//     ENOTCAPABLE (76), as in wasmtime.
+//   - The path functions, fd_readdir and poll_oneoff called after the
+//     call's deadline or cancellation end the instance with the
+//     context's exit code (as the long host calls do between chunks)
+//     before doing anything; stopped by it midway, likewise, never EINTR.
+//   - A climbing link's path_symlink, and every path_rename and
+//     path_link, take the mount's lock (fsmount.Set.Lock) around the link
+//     rule's check and the act, which happen in the same directories. path_symlink refuses absolute targets and targets that
 //     lexically leave the mount (ENOTCAPABLE); confinement does not depend
 //     on that check, since following any link is confined.
 //   - Rights asked for in path_open are intersected with the directory's

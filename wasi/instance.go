@@ -98,6 +98,10 @@ type Instance struct {
 	// beforePollWait, when set (by tests), runs in poll_oneoff between
 	// the readiness check and the wait: the window of a lost wake-up.
 	beforePollWait func()
+	// beforeLinkAct, when set (by tests), runs in path_symlink,
+	// path_link and path_rename between the link rule's check and the
+	// act: the window another call's change of names could use.
+	beforeLinkAct func()
 }
 
 // NewInstance makes the state of one module instance.

@@ -21,7 +21,10 @@ import (
 //     neither a guest path through links nor a moved descriptor fools);
 //   - path_rename and path_link judge a moved link again from its new
 //     directory, and a directory moved closer to the mount root has the
-//     links beneath it judged again.
+//     links beneath it judged again;
+//   - the check and the act are one step for every call sharing the
+//     volume: both happen under the mount's lock (fsmount.Set.Lock), in
+//     the directories one resolution opened.
 //
 // With ".." only in front, resolution climbs a real path inside the mount
 // and then only descends, through names that are directories or links
@@ -70,19 +73,16 @@ func parentOf(name string) string {
 	return path.Dir(strings.TrimRight(name, "/"))
 }
 
-// dirDepth is how many directories below the root of mount the directory
-// dir (resolved beneath root) really is. Where the host cannot tell (no
-// /proc, a directory removed meanwhile), it answers 0, which allows only
-// targets without "..".
-func (in *Instance) dirDepth(root *os.Root, mount int, dir string) (int, errnum) {
-	d, err := root.Open(dir)
+// depthOf is how many directories below the root of mount the directory
+// a resolution ended in really is. Where the host cannot tell (no /proc, a
+// directory removed meanwhile), it answers 0, which allows only targets
+// without "..".
+func (in *Instance) depthOf(at resolved, mount int) (int, errnum) {
+	d, err := at.dir.Open(".")
 	if err != nil {
 		return 0, errnoOf(err)
 	}
 	defer d.Close()
-	if fi, err := d.Stat(); err != nil || !fi.IsDir() {
-		return 0, errnoNotdir
-	}
 	rel, ok := in.mountRel(d, mount)
 	if !ok || rel == "." {
 		return 0, errnoSuccess
@@ -116,48 +116,133 @@ func (in *Instance) mountRel(d *os.File, mount int) (string, bool) {
 	return "", false
 }
 
-// checkNewLink checks a path_symlink of target at name beneath dir.
-func (in *Instance) checkNewLink(dir *fdEntry, root *os.Root, target, name string) errnum {
+// lockLinks takes the lock of mount (fsmount.Set.Lock) that makes a
+// link's check and its making, or a move's check and the move, one step
+// for every call sharing the volume. errnoIntr: ctx ended while it waited.
+func (in *Instance) lockLinks(ctx context.Context, mount int) (func(), errnum) {
+	if in.cfg.Mounts == nil {
+		return nil, errnoBadf
+	}
+	release, err := in.cfg.Mounts.Lock(ctx, mount)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, errnoIntr
+		}
+		return nil, errnoOf(err)
+	}
+	return release, errnoSuccess
+}
+
+// makeSymlink makes a path_symlink of target at name beneath root, the
+// directory of descriptor dir, by the rule above. A link that climbs is
+// judged and made under the mount's lock, in the directory the resolution
+// opened, so no move of another call and no name changed in between can
+// put it anywhere else; one that does not climb obeys the rule anywhere.
+// The new entry and its target's length are charged to the write budget.
+func (in *Instance) makeSymlink(ctx context.Context, dir *fdEntry, root *os.Root, target, name string) errnum {
 	up, ok := linkUp(target)
 	if !ok || up > maxLinkClimb {
 		return errnoNotcapable
 	}
-	if up == 0 {
-		return errnoSuccess
+	if up > 0 {
+		release, errno := in.lockLinks(ctx, dir.mount)
+		if errno != errnoSuccess {
+			return errno
+		}
+		defer release()
 	}
-	depth, errno := in.dirDepth(root, dir.mount, parentOf(name))
+	at, errno := resolvePath(ctx, root, name, false)
 	if errno != errnoSuccess {
 		return errno
 	}
-	if up > depth {
-		return errnoNotcapable
+	defer at.release()
+	if up > 0 {
+		depth, errno := in.depthOf(at, dir.mount)
+		if errno != errnoSuccess {
+			return errno
+		}
+		if up > depth {
+			return errnoNotcapable
+		}
 	}
-	return errnoSuccess
+	if in.beforeLinkAct != nil {
+		in.beforeLinkAct()
+	}
+	if !in.reserveEntry(len(target)) {
+		return errnoDquot
+	}
+	err := at.dir.Symlink(target, at.base)
+	if err != nil {
+		in.refundEntry(len(target))
+	}
+	return errnoOf(err)
 }
 
-// checkMove checks a path_rename (rename set) or path_link of oldName to
-// newName beneath root, resolved from descriptor fd: a link must obey the
-// rule from its new directory, and a directory moved closer to the mount
-// root must not carry a link that then would break it.
-func (in *Instance) checkMove(ctx context.Context, fd uint32, root *os.Root, oldName, newName string, rename bool) errnum {
+// move does a path_rename (rename set) or path_link of oldName to newName
+// beneath root, resolved from descriptor fd, under the mount's lock: a
+// link must obey the rule from its new directory, and a directory moved
+// closer to the mount root must not carry a link that then would break
+// it. The check reads the directories the resolution opened and the act
+// happens in them (renameAt, linkAt), so what was judged is what moves.
+// A link made with symlink_follow on a symbolic link is EINVAL (os.Root
+// cannot link what a link names, nor can linkat beneath a root).
+func (in *Instance) move(ctx context.Context, fd uint32, root *os.Root, oldName, newName string, rename, follow bool) errnum {
 	e, errno := in.get(fd)
 	if errno != errnoSuccess {
 		return errno
 	}
-	info, err := root.Lstat(oldName)
-	if err != nil {
-		return errnoSuccess // the operation itself reports it
+	release, errno := in.lockLinks(ctx, e.mount)
+	if errno != errnoSuccess {
+		return errno
 	}
+	defer release()
+	from, errno := resolvePath(ctx, root, oldName, false)
+	if errno != errnoSuccess {
+		return errno
+	}
+	defer from.release()
+	to, errno := resolvePath(ctx, root, newName, false)
+	if errno != errnoSuccess {
+		return errno
+	}
+	defer to.release()
+	info, err := from.dir.Lstat(from.base)
+	if follow && err == nil && info.Mode()&fs.ModeSymlink != 0 {
+		return errnoInval
+	}
+	if err == nil {
+		if errno := in.checkMove(ctx, e.mount, from, to, info, rename); errno != errnoSuccess {
+			return errno
+		}
+	}
+	if in.beforeLinkAct != nil {
+		in.beforeLinkAct()
+	}
+	if rename {
+		return errnoOf(renameAt(root, from, to))
+	}
+	if !in.reserveEntry(0) {
+		return errnoDquot
+	}
+	err = linkAt(root, from, to)
+	if err != nil {
+		in.refundEntry(0)
+	}
+	return errnoOf(err)
+}
+
+// checkMove judges a move of from (whose Lstat is info) to to.
+func (in *Instance) checkMove(ctx context.Context, mount int, from, to resolved, info fs.FileInfo, rename bool) errnum {
 	switch {
 	case info.Mode()&fs.ModeSymlink != 0:
-		target, err := root.Readlink(oldName)
+		target, err := from.dir.Readlink(from.base)
 		if err != nil {
 			return errnoOf(err)
 		}
 		if up, ok := linkUp(target); ok && up == 0 {
 			return errnoSuccess
 		}
-		depth, errno := in.dirDepth(root, e.mount, parentOf(newName))
+		depth, errno := in.depthOf(to, mount)
 		if errno != errnoSuccess {
 			return errno
 		}
@@ -165,11 +250,11 @@ func (in *Instance) checkMove(ctx context.Context, fd uint32, root *os.Root, old
 			return errnoNotcapable
 		}
 	case rename && info.IsDir():
-		oldDepth, errno := in.dirDepth(root, e.mount, parentOf(oldName))
+		oldDepth, errno := in.depthOf(from, mount)
 		if errno != errnoSuccess {
 			return errno
 		}
-		newDepth, errno := in.dirDepth(root, e.mount, parentOf(newName))
+		newDepth, errno := in.depthOf(to, mount)
 		if errno != errnoSuccess {
 			return errno
 		}
@@ -179,7 +264,7 @@ func (in *Instance) checkMove(ctx context.Context, fd uint32, root *os.Root, old
 		// A link k directories below the moved one lies newDepth+1+k deep
 		// and climbs at most maxLinkClimb: below maxLinkClimb-newDepth-1
 		// levels none can reach past the root, so the walk stops there.
-		return walkLinks(ctx, root, oldName, newDepth+1, maxLinkClimb-newDepth-1)
+		return walkLinks(ctx, from.dir, strings.TrimRight(from.base, "/"), newDepth+1, maxLinkClimb-newDepth-1)
 	}
 	return errnoSuccess
 }

@@ -50,23 +50,23 @@ func impls() map[string]hostFunc {
 		"fd_prestat_dir_name":     fdPrestatDirName,
 		"fd_pwrite":               fdPwrite,
 		"fd_read":                 fdRead,
-		"fd_readdir":              fdReaddir,
+		"fd_readdir":              deadlined(fdReaddir),
 		"fd_renumber":             fdRenumber,
 		"fd_seek":                 fdSeek,
 		"fd_sync":                 fdSync,
 		"fd_tell":                 fdTell,
 		"fd_write":                fdWrite,
-		"path_create_directory":   pathCreateDirectory,
-		"path_filestat_get":       pathFilestatGet,
-		"path_filestat_set_times": pathFilestatSetTimes,
-		"path_link":               pathLink,
-		"path_open":               pathOpen,
-		"path_readlink":           pathReadlink,
-		"path_remove_directory":   pathRemoveDirectory,
-		"path_rename":             pathRename,
-		"path_symlink":            pathSymlink,
-		"path_unlink_file":        pathUnlinkFile,
-		"poll_oneoff":             pollOneoff,
+		"path_create_directory":   deadlined(pathCreateDirectory),
+		"path_filestat_get":       deadlined(pathFilestatGet),
+		"path_filestat_set_times": deadlined(pathFilestatSetTimes),
+		"path_link":               deadlined(pathLink),
+		"path_open":               deadlined(pathOpen),
+		"path_readlink":           deadlined(pathReadlink),
+		"path_remove_directory":   deadlined(pathRemoveDirectory),
+		"path_rename":             deadlined(pathRename),
+		"path_symlink":            deadlined(pathSymlink),
+		"path_unlink_file":        deadlined(pathUnlinkFile),
+		"poll_oneoff":             deadlined(pollOneoff),
 		"proc_exit":               nil,
 		"proc_raise":              procRaise,
 		"sched_yield":             schedYield,
@@ -103,6 +103,26 @@ func Instantiate(ctx context.Context, r wazero.Runtime) (api.Closer, error) {
 		return nil, fmt.Errorf("wasi: defining %s: %w", moduleName, err)
 	}
 	return m, nil
+}
+
+// deadlined marks a host function whose work grows with what the guest
+// passes (a path's resolution, a directory's listing, a poll's
+// subscriptions). Called once the call's deadline has passed or the call
+// was cancelled, it ends the instance with the context's exit code before
+// doing anything, as the long host calls do between their chunks; and
+// when its work stopped because the context ended meanwhile (errnoIntr
+// from the resolver, the link lock or walkLinks), it ends the instance
+// too. The call then ends as the timeout or cancellation it is, and the
+// guest never sees an EINTR it did not cause.
+func deadlined(fn hostFunc) hostFunc {
+	return func(ctx context.Context, in *Instance, mod api.Module, p []uint64) errnum {
+		checkContext(ctx, mod)
+		errno := fn(ctx, in, mod, p)
+		if errno == errnoIntr {
+			checkContext(ctx, mod)
+		}
+		return errno
+	}
 }
 
 type instanceKey struct{}

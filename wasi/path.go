@@ -28,15 +28,20 @@ func (in *Instance) dirFor(fd uint32, right uint64) (*fdEntry, errnum) {
 }
 
 // dirPath resolves a path operand: the directory fd must hold the right,
-// and the path must be readable from guest memory. root is the directory's
-// (dirRoot).
-func (in *Instance) dirPath(m memory, a pathArg) (dir *fdEntry, root *os.Root, name string, errno errnum) {
-	dir, name, errno = in.dirAndPath(m, a)
+// and the path must be readable from guest memory. It is resolved beneath
+// the directory (resolvePath), following a link in its last component
+// with follow; the caller releases what it got.
+func (in *Instance) dirPath(ctx context.Context, m memory, a pathArg, follow bool) (dir *fdEntry, at resolved, errno errnum) {
+	dir, name, errno := in.dirAndPath(m, a)
 	if errno != errnoSuccess {
-		return nil, nil, "", errno
+		return nil, resolved{}, errno
 	}
-	root, errno = in.dirRoot(dir)
-	return dir, root, name, errno
+	root, errno := in.dirRoot(dir)
+	if errno != errnoSuccess {
+		return nil, resolved{}, errno
+	}
+	at, errno = resolvePath(ctx, root, name, follow)
+	return dir, at, errno
 }
 
 // readPath reads a guest path: EFAULT out of memory, ENAMETOOLONG from
@@ -134,9 +139,13 @@ func (in *Instance) twoDirs(a *fdEntry, oldPath string, b *fdEntry, newPath stri
 	return root, joinRel(in.realRel(a), oldPath), joinRel(in.realRel(b), newPath), errnoSuccess
 }
 
-func pathOpen(_ context.Context, in *Instance, mod api.Module, p []uint64) errnum {
+func pathOpen(ctx context.Context, in *Instance, mod api.Module, p []uint64) errnum {
 	m := memOf(mod)
-	dir, root, name, errno := in.dirPath(m, pathArg{fd: uint32(p[0]), right: rightPathOpen, ptr: uint32(p[2]), len: uint32(p[3])})
+	dir, name, errno := in.dirAndPath(m, pathArg{fd: uint32(p[0]), right: rightPathOpen, ptr: uint32(p[2]), len: uint32(p[3])})
+	if errno != errnoSuccess {
+		return errno
+	}
+	dirRoot, errno := in.dirRoot(dir)
 	if errno != errnoSuccess {
 		return errno
 	}
@@ -175,6 +184,13 @@ func pathOpen(_ context.Context, in *Instance, mod api.Module, p []uint64) errnu
 	if len(rel) >= fsmount.PathMax {
 		return errnoNametoolong
 	}
+	// O_CREAT|O_EXCL never follows a last link (open(2)).
+	at, errno := resolvePath(ctx, dirRoot, name, follow && !(creat && excl))
+	if errno != errnoSuccess {
+		return errno
+	}
+	defer at.release()
+	root, name := at.dir, at.base
 	if !follow {
 		// os.Root follows a final symbolic link; O_NOFOLLOW is ours to do.
 		if info, err := root.Lstat(name); err == nil && info.Mode()&fs.ModeSymlink != 0 {
@@ -256,11 +272,13 @@ func pathOpen(_ context.Context, in *Instance, mod api.Module, p []uint64) errnu
 	return errnoSuccess
 }
 
-func pathCreateDirectory(_ context.Context, in *Instance, mod api.Module, p []uint64) errnum {
-	dir, root, name, errno := in.dirPath(memOf(mod), pathArg{fd: uint32(p[0]), right: rightPathCreateDirectory, ptr: uint32(p[1]), len: uint32(p[2])})
+func pathCreateDirectory(ctx context.Context, in *Instance, mod api.Module, p []uint64) errnum {
+	dir, at, errno := in.dirPath(ctx, memOf(mod), pathArg{fd: uint32(p[0]), right: rightPathCreateDirectory, ptr: uint32(p[1]), len: uint32(p[2])}, false)
 	if errno != errnoSuccess {
 		return errno
 	}
+	defer at.release()
+	root, name := at.dir, at.base
 	if dir.readOnly {
 		return errnoRofs
 	}
@@ -277,12 +295,14 @@ func pathCreateDirectory(_ context.Context, in *Instance, mod api.Module, p []ui
 	return errnoOf(err)
 }
 
-func pathFilestatGet(_ context.Context, in *Instance, mod api.Module, p []uint64) errnum {
+func pathFilestatGet(ctx context.Context, in *Instance, mod api.Module, p []uint64) errnum {
 	m := memOf(mod)
-	_, root, name, errno := in.dirPath(m, pathArg{fd: uint32(p[0]), right: rightPathFilestatGet, ptr: uint32(p[2]), len: uint32(p[3])})
+	_, at, errno := in.dirPath(ctx, m, pathArg{fd: uint32(p[0]), right: rightPathFilestatGet, ptr: uint32(p[2]), len: uint32(p[3])}, uint32(p[1])&lookupSymlinkFollow != 0)
 	if errno != errnoSuccess {
 		return errno
 	}
+	defer at.release()
+	root, name := at.dir, at.base
 	b, ok := m.slice(uint32(p[4]), sizeFilestat)
 	if !ok {
 		return errnoFault
@@ -302,11 +322,13 @@ func pathFilestatGet(_ context.Context, in *Instance, mod api.Module, p []uint64
 	return errnoSuccess
 }
 
-func pathFilestatSetTimes(_ context.Context, in *Instance, mod api.Module, p []uint64) errnum {
-	dir, root, name, errno := in.dirPath(memOf(mod), pathArg{fd: uint32(p[0]), right: rightPathFilestatSetTimes, ptr: uint32(p[2]), len: uint32(p[3])})
+func pathFilestatSetTimes(ctx context.Context, in *Instance, mod api.Module, p []uint64) errnum {
+	dir, at, errno := in.dirPath(ctx, memOf(mod), pathArg{fd: uint32(p[0]), right: rightPathFilestatSetTimes, ptr: uint32(p[2]), len: uint32(p[3])}, uint32(p[1])&lookupSymlinkFollow != 0)
 	if errno != errnoSuccess {
 		return errno
 	}
+	defer at.release()
+	root, name := at.dir, at.base
 	a, mt, errno := times(p[4], p[5], uint16(p[6]))
 	if errno != errnoSuccess {
 		return errno
@@ -340,36 +362,17 @@ func pathLink(ctx context.Context, in *Instance, mod api.Module, p []uint64) err
 	if errno != errnoSuccess {
 		return errno
 	}
-	if uint32(p[1])&lookupSymlinkFollow != 0 {
-		info, err := root.Lstat(oldName)
-		if err != nil {
-			return errnoOf(err)
-		}
-		if info.Mode()&fs.ModeSymlink != 0 {
-			// os.Root cannot link what a symbolic link names (linkat
-			// with AT_SYMLINK_FOLLOW); EINVAL, as wasmtime answers.
-			return errnoInval
-		}
-	}
-	if errno := in.checkMove(ctx, uint32(p[0]), root, oldName, newName, false); errno != errnoSuccess {
-		return errno
-	}
-	if !in.reserveEntry(0) {
-		return errnoDquot
-	}
-	err := root.Link(oldName, newName)
-	if err != nil {
-		in.refundEntry(0)
-	}
-	return errnoOf(err)
+	return in.move(ctx, uint32(p[0]), root, oldName, newName, false, uint32(p[1])&lookupSymlinkFollow != 0)
 }
 
-func pathReadlink(_ context.Context, in *Instance, mod api.Module, p []uint64) errnum {
+func pathReadlink(ctx context.Context, in *Instance, mod api.Module, p []uint64) errnum {
 	m := memOf(mod)
-	_, root, name, errno := in.dirPath(m, pathArg{fd: uint32(p[0]), right: rightPathReadlink, ptr: uint32(p[1]), len: uint32(p[2])})
+	_, at, errno := in.dirPath(ctx, m, pathArg{fd: uint32(p[0]), right: rightPathReadlink, ptr: uint32(p[1]), len: uint32(p[2])}, false)
 	if errno != errnoSuccess {
 		return errno
 	}
+	defer at.release()
+	root, name := at.dir, at.base
 	buf, ok := m.slice(uint32(p[3]), uint32(p[4]))
 	if !ok || !m.ok(uint32(p[5]), 4) {
 		return errnoFault
@@ -382,11 +385,13 @@ func pathReadlink(_ context.Context, in *Instance, mod api.Module, p []uint64) e
 	return errnoSuccess
 }
 
-func pathRemoveDirectory(_ context.Context, in *Instance, mod api.Module, p []uint64) errnum {
-	dir, root, name, errno := in.dirPath(memOf(mod), pathArg{fd: uint32(p[0]), right: rightPathRemoveDirectory, ptr: uint32(p[1]), len: uint32(p[2])})
+func pathRemoveDirectory(ctx context.Context, in *Instance, mod api.Module, p []uint64) errnum {
+	dir, at, errno := in.dirPath(ctx, memOf(mod), pathArg{fd: uint32(p[0]), right: rightPathRemoveDirectory, ptr: uint32(p[1]), len: uint32(p[2])}, false)
 	if errno != errnoSuccess {
 		return errno
 	}
+	defer at.release()
+	root, name := at.dir, at.base
 	if dir.readOnly {
 		return errnoRofs
 	}
@@ -401,11 +406,13 @@ func pathRemoveDirectory(_ context.Context, in *Instance, mod api.Module, p []ui
 	return errnoOf(root.Remove(name))
 }
 
-func pathUnlinkFile(_ context.Context, in *Instance, mod api.Module, p []uint64) errnum {
-	dir, root, name, errno := in.dirPath(memOf(mod), pathArg{fd: uint32(p[0]), right: rightPathUnlinkFile, ptr: uint32(p[1]), len: uint32(p[2])})
+func pathUnlinkFile(ctx context.Context, in *Instance, mod api.Module, p []uint64) errnum {
+	dir, at, errno := in.dirPath(ctx, memOf(mod), pathArg{fd: uint32(p[0]), right: rightPathUnlinkFile, ptr: uint32(p[1]), len: uint32(p[2])}, false)
 	if errno != errnoSuccess {
 		return errno
 	}
+	defer at.release()
+	root, name := at.dir, at.base
 	if dir.readOnly {
 		return errnoRofs
 	}
@@ -430,20 +437,7 @@ func pathRename(ctx context.Context, in *Instance, mod api.Module, p []uint64) e
 	if errno != errnoSuccess {
 		return errno
 	}
-	if errno := in.checkMove(ctx, uint32(p[0]), root, oldName, newName, true); errno != errnoSuccess {
-		return errno
-	}
-	err := root.Rename(oldName, newName)
-	if errors.Is(err, fs.ErrExist) && isDirAt(root, newName) {
-		err = renameOntoDir(root, oldName, newName)
-	}
-	return errnoOf(err)
-}
-
-// isDirAt reports whether name is a directory itself (not a link to one).
-func isDirAt(root *os.Root, name string) bool {
-	info, err := root.Lstat(strings.TrimRight(name, "/"))
-	return err == nil && info.IsDir()
+	return in.move(ctx, uint32(p[0]), root, oldName, newName, true, false)
 }
 
 // dirAndPath checks a path operand as dirPath does, without reaching the
@@ -486,10 +480,9 @@ func (in *Instance) twoWritablePaths(mod api.Module, from, to pathArg) (*os.Root
 }
 
 // pathSymlink creates a symbolic link. Following links is always confined
-// by os.Root; the rule of links.go (checkNewLink) keeps every link inside
-// its mount for the host as well. The new entry and its target's length are
-// charged to the write budget.
-func pathSymlink(_ context.Context, in *Instance, mod api.Module, p []uint64) errnum {
+// by os.Root; the rule of links.go (makeSymlink) keeps every link inside
+// its mount for the host as well.
+func pathSymlink(ctx context.Context, in *Instance, mod api.Module, p []uint64) errnum {
 	dir, errno := in.dirFor(uint32(p[2]), rightPathSymlink)
 	if errno != errnoSuccess {
 		return errno
@@ -515,15 +508,5 @@ func pathSymlink(_ context.Context, in *Instance, mod api.Module, p []uint64) er
 	if errno != errnoSuccess {
 		return errno
 	}
-	if errno := in.checkNewLink(dir, root, target, name); errno != errnoSuccess {
-		return errno
-	}
-	if !in.reserveEntry(len(target)) {
-		return errnoDquot
-	}
-	err := root.Symlink(target, name)
-	if err != nil {
-		in.refundEntry(len(target))
-	}
-	return errnoOf(err)
+	return in.makeSymlink(ctx, dir, root, target, name)
 }

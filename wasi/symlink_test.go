@@ -27,7 +27,21 @@ func linkBench(t *testing.T, budget *limits.WriteBudget) (*hostBench, string) {
 	for d := mount; d != filepath.Dir(base); d = filepath.Dir(d) {
 		os.WriteFile(filepath.Join(d, "x"), []byte(d), 0o644)
 	}
-	set, err := fsmount.Open([]fsmount.Mount{{Guest: "/volume/tmp", Host: mount}})
+	return benchOn(t, mount, budget), mount
+}
+
+// benchOn is a host bench of its own (instance, mount set, guest memory),
+// as one call is, whose /volume/tmp is the host directory mount: two of
+// them on one directory are two calls sharing a volume.
+func benchOn(t *testing.T, mount string, budget *limits.WriteBudget) *hostBench {
+	t.Helper()
+	return benchWith(t, []fsmount.Mount{{Guest: "/volume/tmp", Host: mount}}, budget)
+}
+
+// benchWith is a host bench whose preopens are mounts.
+func benchWith(t *testing.T, mounts []fsmount.Mount, budget *limits.WriteBudget) *hostBench {
+	t.Helper()
+	set, err := fsmount.Open(mounts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +55,7 @@ func linkBench(t *testing.T, budget *limits.WriteBudget) (*hostBench, string) {
 	h.in = NewInstance(Config{Stdin: NewStdin(), Mounts: set, Budget: budget})
 	t.Cleanup(func() { h.in.Close() })
 	h.fresh()
-	return h, mount
+	return h
 }
 
 // str writes s at a fixed scratch address chosen by slot and returns its

@@ -11,7 +11,7 @@
 //	subako-runner run MODULE [ARG...]
 //	subako-runner version
 //	subako-runner init NAME
-//	subako-runner completion bash|zsh|fish
+//	subako-runner completion bash|zsh|fish|powershell
 //
 // Exit status: 0 success, 1 the tool answered `isError` (or a check
 // failed), 2 usage or host error, 3 the module crashed, 4 the package was

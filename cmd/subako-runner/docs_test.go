@@ -432,7 +432,7 @@ func TestAuthoringDocQuotesTheSources(t *testing.T) {
 	for makefile, flags := range map[string][]string{
 		"c":    {"--target=$(TARGET)", "-O2 -Wall -Wextra -Werror", "-Wl,--strip-debug", "-o $@ main.c"},
 		"rust": {"--edition 2021 --target $(TARGET) -C opt-level=2 -C strip=debuginfo -o $@ src/main.rs"},
-		"as":   {"-O3 --exportStart _start --use abort=main/asAbort", "npm install --no-audit --no-fund", "0.28.20"},
+		"as":   {"-O3 --exportStart _start --use abort=main/asAbort", "npm install --no-audit --no-fund", ascVersion(t)},
 		"go":   {"GOOS=wasip1 GOARCH=wasm $(GO) build -trimpath -o $@ ."},
 	} {
 		mk := project(makefile, "Makefile")

@@ -88,3 +88,22 @@ func TestExitStatusesAreDocumented(t *testing.T) {
 		}
 	}
 }
+
+// TestHelpGivesEveryExitStatus keeps the --help text one fact with
+// exitStatuses: every status is in the paragraph, each with its words.
+func TestHelpGivesEveryExitStatus(t *testing.T) {
+	code, out, _ := cli(t, "", "--help")
+	if code != exitOK {
+		t.Fatalf("--help: exit %d", code)
+	}
+	got := paragraph(out, "Exit status:")
+	for _, s := range exitStatuses() {
+		want := fmt.Sprintf("%d %s", s.code, s.help)
+		if s.help == "" {
+			want = fmt.Sprintf("(%d on a trap)", s.code)
+		}
+		if !strings.Contains(got, want) {
+			t.Errorf("--help says\n  %s\nwithout %q", got, want)
+		}
+	}
+}

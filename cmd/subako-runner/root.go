@@ -21,11 +21,9 @@ type app struct {
 func newRootCmd(ctx context.Context, e *env) *cobra.Command {
 	a := &app{ctx: ctx, e: e}
 	root := &cobra.Command{
-		Use:   "subako-runner",
-		Short: "the host of Subako ABI 1 packages (WASI preview 1 MCP servers)",
-		Long: "subako-runner — the host of Subako ABI 1 packages (WASI preview 1 MCP servers).\n\n" +
-			"Exit status: 0 ok, 1 tool error or failed check, 2 usage or host error, 3 module crashed,\n" +
-			"4 package rejected, 130 interrupted; run exits with the module's status (134 on a trap).",
+		Use:           "subako-runner",
+		Short:         "the host of Subako ABI 1 packages (WASI preview 1 MCP servers)",
+		Long:          "subako-runner — the host of Subako ABI 1 packages (WASI preview 1 MCP servers).\n\n" + exitHelp(),
 		Version:       runtime.Version,
 		SilenceErrors: true,
 		SilenceUsage:  true,

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -119,6 +120,37 @@ func TestRedirectMethodAndBodyRules(t *testing.T) {
 	wantOK(t, r)
 	if r.OK.Status != 302 || r.OK.Headers["location"] != "/echo" {
 		t.Fatalf("not followed must return the redirect: %s", r.raw)
+	}
+}
+
+// TestRedirectLimitIsExact pins the redirect limit's boundary: a chain of
+// exactly HTTPRedirects redirects is followed to its end, one more is
+// too_many_redirects, and the server never sees the hop past the limit.
+func TestRedirectLimitIsExact(t *testing.T) {
+	var hops atomic.Int64
+	s := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		var n int
+		if _, err := fmt.Sscanf(r.URL.Path, "/chain/%d", &n); err == nil && n > 0 {
+			hops.Add(1)
+			http.Redirect(w, r, fmt.Sprintf("/chain/%d", n-1), http.StatusFound)
+			return
+		}
+		io.WriteString(w, "end")
+	})
+	lim := limits.Default()
+	lim.HTTPRedirects = 3
+	c := newTestCall(t, callOpts{policy: PolicyConfig{Allow: []string{s.hostport("127.0.0.1")}, AllowPrivate: loopback()}, limits: &lim})
+	base := "http://" + s.hostport("127.0.0.1")
+
+	r := do(t, c, `{"url":"`+base+`/chain/3"}`)
+	wantOK(t, r)
+	if r.OK.Status != 200 || hops.Load() != 3 {
+		t.Fatalf("3 redirects under a limit of 3: %s after %d redirects", r.raw, hops.Load())
+	}
+	hops.Store(0)
+	wantKind(t, do(t, c, `{"url":"`+base+`/chain/4"}`), KindTooManyRedirects)
+	if hops.Load() != 4 {
+		t.Fatalf("the server answered %d redirects, want 4 (the fourth is refused, not followed)", hops.Load())
 	}
 }
 

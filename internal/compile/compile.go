@@ -35,11 +35,15 @@ const (
 // the scratch compilation of cachefault.go, which uses it too, writes an
 // entry of the damaged entry's name only because the two are one.
 //
+// DWARF is off: wazero then skips every custom section but the name
+// section without reading it into memory (customs.go), and a metered
+// module has no DWARF to read anyway (the rewriter drops it).
+//
 // There is no WithCloseOnContextDone: every module is fuel-metered
 // (internal/fuel), and the refuel host function, entered about every
 // millisecond, checks the deadline at a fraction of that option's cost.
 func RuntimeConfig() wazero.RuntimeConfig {
-	return wazero.NewRuntimeConfig().WithCoreFeatures(features).WithMemoryLimitPages(maxPages)
+	return wazero.NewRuntimeConfig().WithCoreFeatures(features).WithMemoryLimitPages(maxPages).WithDebugInfoEnabled(false)
 }
 
 // Rejected is a module the compiler refuses for what it is: a rejection
@@ -126,6 +130,10 @@ func (c *Compiler) SetBeforeCompile(f func()) { c.beforeCompile = f }
 // and is closed when it finishes; the structural checks bound how long
 // that can be.
 func (c *Compiler) Compile(ctx context.Context, wasm []byte, timeout time.Duration) (wazero.CompiledModule, error) {
+	wasm, err := engineBytes(wasm) // customs.go
+	if err != nil {
+		return nil, err
+	}
 	return c.compileWith(ctx, timeout, "the module does not compile", func(ctx context.Context) (wazero.CompiledModule, error) {
 		// The same bytes take turns (lock.go); a damaged cache entry is
 		// the host's fault (cachefault.go).

@@ -37,8 +37,12 @@ func (c *Compiler) Validate(ctx context.Context, module []byte, timeout time.Dur
 	if c.isClosed != nil && c.isClosed() {
 		return fmt.Errorf("validate: %w", c.closedErr)
 	}
-	config := wazero.NewRuntimeConfigInterpreter().WithCoreFeatures(features).WithMemoryLimitPages(maxPages)
-	_, err := c.compileWith(ctx, timeout, "the module is not valid WebAssembly", func(ctx context.Context) (wazero.CompiledModule, error) {
+	module, err := engineBytes(module) // customs.go
+	if err != nil {
+		return err
+	}
+	config := wazero.NewRuntimeConfigInterpreter().WithCoreFeatures(features).WithMemoryLimitPages(maxPages).WithDebugInfoEnabled(false)
+	_, err = c.compileWith(ctx, timeout, "the module is not valid WebAssembly", func(ctx context.Context) (wazero.CompiledModule, error) {
 		return nil, wasmvalid.Validate(ctx, config, module)
 	})
 	return err

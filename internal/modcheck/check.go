@@ -56,6 +56,9 @@ func Check(wasm []byte, opts Options) []Problem {
 func decode(wasm []byte) (*wasmbin.Module, []Problem) {
 	m, err := wasmbin.Decode(wasm)
 	if err == nil {
+		if ps := nameProblems(m); ps != nil { // names.go
+			return nil, ps
+		}
 		return m, nil
 	}
 	if errors.Is(err, wasmbin.ErrLimit) {

@@ -242,10 +242,10 @@ func limitCases() []limitCase {
 		{"100,000 imported functions", "Functions", func(s limits.Structure) []byte {
 			return sweepModule{imports: s.Functions - 1}.bytes()
 		}},
-		{"100 types of 1,000 parameters", "TypeArity, TypeValues", func(s limits.Structure) []byte {
+		{"10 types of 1,000 parameters", "TypeArity, TypeValues", func(s limits.Structure) []byte {
 			return sweepModule{types: wideTypes(s.TypeValues/s.TypeArity, s.TypeArity)}.bytes()
 		}},
-		{"9,999 types of 10 parameters", "Types, TypeValues", func(s limits.Structure) []byte {
+		{"999 types of 10 parameters", "Types, TypeValues", func(s limits.Structure) []byte {
 			return sweepModule{types: wideTypes(s.Types-1, s.TypeValues/s.Types)}.bytes()
 		}},
 		{"99,998 exports", "(decoder: 100,000 exports)", func(s limits.Structure) []byte {

@@ -19,10 +19,11 @@ func FirstLine(s string) string {
 	return s
 }
 
-// Cut is the longest prefix of s that is at most n bytes long and does not
-// end inside a UTF-8 character, so cutting never splits a character that
-// was whole. n < 0 is taken as 0.
-func Cut[T ~string | ~[]byte](s T, n int) T {
+// Truncate is the longest prefix of s that is at most n bytes long and
+// does not end inside a UTF-8 character, so truncating never splits a
+// character that was whole. n < 0 is taken as 0. (Unlike strings.Cut, it
+// drops what is past n.)
+func Truncate[T ~string | ~[]byte](s T, n int) T {
 	if len(s) <= n {
 		return s
 	}
@@ -33,7 +34,7 @@ func Cut[T ~string | ~[]byte](s T, n int) T {
 	return s[:cut]
 }
 
-// Bound is s when it is at most n bytes long, and otherwise Cut(s, n)
+// Bound is s when it is at most n bytes long, and otherwise Truncate(s, n)
 // followed by "… (L bytes)", L being the length of all of s: the form of
 // every bounded quote in a message, so a reader always learns that
 // something was left out and how much.
@@ -41,5 +42,5 @@ func Bound[T ~string | ~[]byte](s T, n int) string {
 	if len(s) <= n {
 		return string(s)
 	}
-	return fmt.Sprintf("%s… (%d bytes)", Cut(s, n), len(s))
+	return fmt.Sprintf("%s… (%d bytes)", Truncate(s, n), len(s))
 }

@@ -19,7 +19,7 @@ func TestFirstLine(t *testing.T) {
 	}
 }
 
-func TestCut(t *testing.T) {
+func TestTruncate(t *testing.T) {
 	for _, tt := range []struct {
 		in   string
 		n    int
@@ -38,11 +38,11 @@ func TestCut(t *testing.T) {
 		{"a😀b", 5, "a😀"},   // the boundary right after it
 		{"日本語", 7, "日本"},   // three 3-byte characters
 	} {
-		if got := Cut(tt.in, tt.n); got != tt.want {
-			t.Errorf("Cut(%q, %d) = %q, want %q", tt.in, tt.n, got, tt.want)
+		if got := Truncate(tt.in, tt.n); got != tt.want {
+			t.Errorf("Truncate(%q, %d) = %q, want %q", tt.in, tt.n, got, tt.want)
 		}
-		if got := string(Cut([]byte(tt.in), tt.n)); got != tt.want {
-			t.Errorf("Cut([]byte(%q), %d) = %q, want %q", tt.in, tt.n, got, tt.want)
+		if got := string(Truncate([]byte(tt.in), tt.n)); got != tt.want {
+			t.Errorf("Truncate([]byte(%q), %d) = %q, want %q", tt.in, tt.n, got, tt.want)
 		}
 	}
 }
@@ -67,21 +67,21 @@ func TestBound(t *testing.T) {
 	}
 }
 
-// FuzzCut pins the two promises: at most n bytes, a prefix, and valid UTF-8
+// FuzzTruncate pins the two promises: at most n bytes, a prefix, and valid UTF-8
 // in gives valid UTF-8 out.
-func FuzzCut(f *testing.F) {
+func FuzzTruncate(f *testing.F) {
 	f.Add("a😀b", 2)
 	f.Add("日本語", 4)
 	f.Fuzz(func(t *testing.T, s string, n int) {
-		got := Cut(s, n)
+		got := Truncate(s, n)
 		if len(got) > max(n, 0) && len(s) > n {
-			t.Fatalf("Cut(%q, %d) = %q: longer than n", s, n, got)
+			t.Fatalf("Truncate(%q, %d) = %q: longer than n", s, n, got)
 		}
 		if !strings.HasPrefix(s, got) {
-			t.Fatalf("Cut(%q, %d) = %q: not a prefix", s, n, got)
+			t.Fatalf("Truncate(%q, %d) = %q: not a prefix", s, n, got)
 		}
 		if utf8.ValidString(s) && !utf8.ValidString(got) {
-			t.Fatalf("Cut(%q, %d) = %q: split a character", s, n, got)
+			t.Fatalf("Truncate(%q, %d) = %q: split a character", s, n, got)
 		}
 	})
 }

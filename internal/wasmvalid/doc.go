@@ -5,10 +5,12 @@
 // the host needs the verdict on the module as uploaded, whose compilation
 // it would throw away (it runs the metered module). Validate stops
 // wazero's compilation once the module is validated, before the engine
-// lowers a single function: for the 14 MB Go SDK module, 0.2 s instead of
-// the 1.1 s (and 320 MB) that the interpreter's compilation cost on top.
+// lowers a single function (what that saves is measured in
+// docs/RATIONALE.md, "Why two lines for the time limit…").
 // It does so on a wazero runtime made for the one module and closed after,
-// so that nothing of an upload stays behind.
+// so that nothing of an upload stays behind. Both are wazero's internal
+// order, not its API: TestWazeroVersionIsTheOneValidated fails when go.mod
+// moves to another wazero, and says what to re-check.
 //
 // It is a package of its own because both the upload (internal/compile)
 // and the compile-cost sweep (internal/modcheck's tests) must validate

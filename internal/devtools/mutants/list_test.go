@@ -72,6 +72,16 @@ var list = []mutant{
 		from: `	return len(ps) >= len(domain)
 }`, to: `	return len(ps) > len(domain)
 }`},
+	// subako_http: a request's hops (redirect.go), its dial (dial.go) and
+	// its file output (classify.go).
+	{id: "dial/first-answer-only", file: "hostmod/subakohttp/dial.go",
+		from: `	for _, a := range addrs {
+		if e := c.policy.checkDestination(a); e != nil {`, to: `	for _, a := range addrs[:1] {
+		if e := c.policy.checkDestination(a); e != nil {`},
+	{id: "redirect/one-more-hop", file: "hostmod/subakohttp/redirect.go",
+		from: `if hop+1 > c.cfg.Limits.HTTPRedirects {`, to: `if hop > c.cfg.Limits.HTTPRedirects {`},
+	{id: "classify/budget-unchecked", file: "hostmod/subakohttp/classify.go",
+		from: `b != nil && !b.Reserve(int64(n))`, to: `b != nil && !b.Reserve(int64(n)) && false`},
 
 	// The write budget (limits/budget.go).
 	{id: "budget/one-byte-free", file: "limits/budget.go",
@@ -129,6 +139,31 @@ var list = []mutant{
 		from: `	if n > maxIovecs {`, to: `	if n > maxIovecs+1 {`},
 	{id: "wasi/subscriptions-one-more", file: "wasi/poll.go",
 		from: `	if n == 0 || n > maxSubscriptions {`, to: `	if n == 0 || n > maxSubscriptions+1 {`},
+	// WASI: rights and read-only mounts in path_open (path.go).
+	{id: "wasi/readonly-trunc-allowed", file: "wasi/path.go",
+		from: `	if dir.readOnly && (write || creat || trunc || `, to: `	if dir.readOnly && (write || creat || `},
+	{id: "wasi/readonly-creat-allowed", file: "wasi/path.go",
+		from: `	if dir.readOnly && (write || creat || trunc || `, to: `	if dir.readOnly && (write || trunc || `},
+	{id: "wasi/rights-not-narrowed", file: "wasi/path.go",
+		from: `	base, inherit := p[5]&dir.inherit, p[6]&dir.inherit`, to: `	base, inherit := p[5], p[6]&dir.inherit`},
+	{id: "wasi/inheriting-not-narrowed", file: "wasi/path.go",
+		from: `	base, inherit := p[5]&dir.inherit, p[6]&dir.inherit`, to: `	base, inherit := p[5]&dir.inherit, p[6]`},
+	// WASI: work the guest sizes, bounded (resolve.go, module.go).
+	{id: "wasi/resolve-steps-unbounded", file: "wasi/resolve.go",
+		from: `	case r.steps > maxResolveSteps:`, to: `	case r.steps > 1<<30:`},
+	{id: "wasi/resolve-dotdot-walks-again", file: "wasi/resolve.go",
+		from: `const resolveWindow = 32`, to: `const resolveWindow = 1`},
+	{id: "wasi/resolve-context-unseen", file: "wasi/resolve.go",
+		from: `r.steps%resolveCheckEvery == 0 && r.ctx.Err() != nil`, to: `r.steps%resolveCheckEvery == 0 && false`},
+	{id: "wasi/deadline-unchecked-at-entry", file: "wasi/module.go",
+		from: `		checkContext(ctx, mod)
+		errno := fn(ctx, in, mod, p)`, to: `		errno := fn(ctx, in, mod, p)`},
+	{id: "wasi/intr-reaches-guest", file: "wasi/module.go",
+		from: `		if errno == errnoIntr {`, to: `		if false {`},
+	{id: "links/lock-dropped", file: "wasi/links.go",
+		from: `	release, err := in.cfg.Mounts.Lock(ctx, mount)`, to: `	release, err := func() {}, error(nil)`},
+	{id: "links/symlink-resolved-twice", file: "wasi/links.go",
+		from: `	err := at.dir.Symlink(target, at.base)`, to: `	err := root.Symlink(target, name)`},
 	// WASI: link rules (links.go).
 	{id: "links/dotdot-after-name", file: "wasi/links.go",
 		from: `			if named {`, to: `			if false && named {`},
@@ -142,6 +177,8 @@ var list = []mutant{
 		from: `		if newDepth >= oldDepth {`, to: `		if newDepth+1 >= oldDepth {`},
 
 	// Mount prefixes (fsmount).
+	{id: "fsmount/lock-shared", file: "fsmount/lock_unix.go",
+		from: `syscall.LOCK_EX|syscall.LOCK_NB`, to: `syscall.LOCK_SH|syscall.LOCK_NB`},
 	{id: "fsmount/prefix-without-slash", file: "fsmount/fsmount.go",
 		from: `		case strings.HasPrefix(guestPath, m.Guest+"/"):`, to: `		case strings.HasPrefix(guestPath, m.Guest):`},
 	{id: "fsmount/first-not-longest", file: "fsmount/fsmount.go",
@@ -178,6 +215,38 @@ var list = []mutant{
 		from: `return uint64(counter)<<tickShift<<32 | uint64(uint32(counter))`, to: `return 0x7fffffff<<32 | uint64(uint32(counter))`},
 	{id: "fuel/body-bound-off-by-one", file: "internal/fuel/code.go",
 		from: `	if len(code.Expr) > maxBodyBytes {`, to: `	if len(code.Expr) > maxBodyBytes+1 {`},
+	// What of a module's custom sections reaches wazero, and what its
+	// types may leave on a Runtime (internal/wasmbin/customs.go,
+	// internal/compile, internal/modcheck/names.go, limits).
+	{id: "names/modcheck-skips-name-section", file: "internal/modcheck/check.go",
+		from: `if ps := nameProblems(m); ps != nil {`, to: `if ps := nameProblems(m); false && ps != nil {`},
+	{id: "names/validate-given-whole-module", file: "internal/compile/validate.go",
+		from: `module, err := engineBytes(module) // customs.go`, to: `module, err := module, error(nil) // customs.go`},
+	{id: "names/compile-given-whole-module", file: "internal/compile/compile.go",
+		from: `wasm, err := engineBytes(wasm) // customs.go`, to: `wasm, err := wasm, error(nil) // customs.go`},
+	{id: "names/compile-dwarf-on", file: "internal/compile/compile.go",
+		from: `WithMemoryLimitPages(maxPages).WithDebugInfoEnabled(false)`, to: `WithMemoryLimitPages(maxPages)`},
+	{id: "names/validate-dwarf-on", file: "internal/compile/validate.go",
+		from: `WithMemoryLimitPages(maxPages).WithDebugInfoEnabled(false)`, to: `WithMemoryLimitPages(maxPages)`},
+	{id: "names/count-one-byte-an-entry", file: "internal/wasmbin/customs.go",
+		from: `	n, err := r.count(what, 2)`, to: `	n, err := r.count(what, 1)`},
+	{id: "names/utf8-unchecked", file: "internal/wasmbin/customs.go",
+		from: `	if !utf8.Valid(b) {`, to: `	if !utf8.Valid(b) && false {`},
+	{id: "names/check-trailing-bytes-allowed", file: "internal/wasmbin/customs.go",
+		from: `		if sr.remaining() != 0 {`, to: `		if false {`},
+	{id: "names/engine-trailing-bytes-kept", file: "internal/wasmbin/customs.go",
+		from: `ascendingNames(sr, functions) && sr.remaining() == 0`, to: `ascendingNames(sr, functions)`},
+	{id: "names/engine-repeated-index-kept", file: "internal/wasmbin/customs.go",
+		from: `if err != nil || uint64(idx) < next || uint64(idx) >= limit {`, to: `if err != nil || uint64(idx)+1 < next || uint64(idx) >= limit {`},
+	{id: "names/engine-index-one-past", file: "internal/wasmbin/customs.go",
+		from: `if err != nil || uint64(idx) < next || uint64(idx) >= limit {`, to: `if err != nil || uint64(idx) < next || uint64(idx) > limit {`},
+	{id: "names/engine-second-name-section-kept", file: "internal/wasmbin/customs.go",
+		from: `		case s.ID == SectionCustom && s.Name == "name":
+		default:`, to: `		default:`},
+	{id: "types/values-default-tenfold", file: "limits/limits.go",
+		from: `		TypeValues:     10_000,`, to: `		TypeValues:     100_000,`, pkgs: []string{"./internal/modcheck"}},
+	{id: "types/types-default-tenfold", file: "limits/limits.go",
+		from: `		Types:          1_000,`, to: `		Types:          10_000,`, pkgs: []string{"./internal/modcheck"}},
 
 	// The package set's budget and holders (runtime/packageset.go).
 	{id: "packageset/opens-not-counted", file: "runtime/packageset.go",

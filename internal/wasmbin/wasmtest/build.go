@@ -25,12 +25,19 @@ type Module struct {
 	HasDataCount bool
 	// MemoryPages is the memory's minimum (default 1 when zero).
 	MemoryPages uint32
+	// Types are more function types, after the functions' () -> () (type
+	// 0); nothing uses them.
+	Types []wasmbin.FuncType
 }
 
 // Bytes encodes the module.
 func (m Module) Bytes() []byte {
 	out := []byte{0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00}
-	out = wasmbin.AppendSection(out, wasmbin.SectionType, wasmbin.AppendFuncType([]byte{1}, wasmbin.FuncType{}))
+	types := wasmbin.AppendFuncType(wasmbin.AppendU32(nil, uint32(1+len(m.Types))), wasmbin.FuncType{})
+	for _, t := range m.Types {
+		types = wasmbin.AppendFuncType(types, t)
+	}
+	out = wasmbin.AppendSection(out, wasmbin.SectionType, types)
 	n := max(len(m.Bodies), 1)
 	funcs := wasmbin.AppendU32(nil, uint32(n))
 	for range n {

@@ -14,6 +14,9 @@ import (
 	"time"
 
 	"github.com/subako/subako-runner/internal/devtools/testguest"
+	"github.com/subako/subako-runner/internal/wasmbin"
+	"github.com/subako/subako-runner/internal/wasmbin/wasmtest"
+	"github.com/subako/subako-runner/limits"
 	"github.com/subako/subako-runner/runtime"
 )
 
@@ -168,14 +171,103 @@ func TestJudgeUploadStages(t *testing.T) {
 		{"crashed discovery", []runtime.Rejection{{Code: runtime.CodeDiscoveryFailed, Message: "m"}},
 			map[string]string{runtime.CodeDiscoveryFailed: "fail", runtime.CodeInvalidTool: "not_run", runtime.CodeMissingMemory: "pass"}},
 		{"a code this page does not know", []runtime.Rejection{{Code: "future_check", Message: "m"}},
-			map[string]string{"future_check": "fail"}},
+			map[string]string{"future_check": "fail", runtime.CodeMissingStart: "not_run"}},
+		{"too complex to decode", []runtime.Rejection{{Code: runtime.CodeModuleTooComplex, Message: "m"}},
+			map[string]string{runtime.CodeModuleTooComplex: "fail", runtime.CodeMissingStart: "not_run", runtime.CodeDiscoveryFailed: "not_run", runtime.CodeNoTools: "not_run"}},
+		{"too complex beside another check", []runtime.Rejection{{Code: runtime.CodeModuleTooComplex, Message: "m"}, {Code: runtime.CodeMissingStart, Message: "m"}},
+			map[string]string{runtime.CodeModuleTooComplex: "fail", runtime.CodeMissingStart: "fail", runtime.CodeReactor: "pass", runtime.CodeNoTools: "not_run"}},
+		{"table too large", []runtime.Rejection{{Code: runtime.CodeTableTooLarge, Message: "m"}},
+			map[string]string{runtime.CodeTableTooLarge: "fail", runtime.CodeMissingStart: "pass", runtime.CodeCompileTimeout: "not_run", runtime.CodeDiscoveryFailed: "not_run"}},
+		{"compile timeout", []runtime.Rejection{{Code: runtime.CodeCompileTimeout, Message: "m"}},
+			map[string]string{runtime.CodeCompileTimeout: "fail", runtime.CodeMissingStart: "pass", runtime.CodeDiscoveryFailed: "not_run", runtime.CodeNoTools: "not_run"}},
+		{"too many pages", []runtime.Rejection{{Code: runtime.CodeTooManyPages, Message: "m"}},
+			map[string]string{runtime.CodeCompileTimeout: "pass", runtime.CodeDiscoverUnsupported: "not_run", runtime.CodeNoTools: "not_run"}},
+		{"duplicate tool", []runtime.Rejection{{Code: runtime.CodeDuplicateTool, Message: "m"}},
+			map[string]string{runtime.CodeDiscoveryFailed: "pass", runtime.CodeNoTools: "pass", runtime.CodeDuplicateTool: "fail"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := byCode(judgeUpload(tt.rej))
+			got := byCode(judgeUpload(limits.Default(), tt.rej))
 			for code, st := range tt.want {
 				if got[code] != st {
 					t.Errorf("%s: %q, want %q", code, got[code], st)
+				}
+			}
+		})
+	}
+}
+
+// TestJudgeUploadEveryCode rejects with each code of the runtime's table
+// alone: its row fails, and no row of a later stage than the code's says
+// passed (module_too_complex, table_too_large and compile_timeout
+// included: discovery never ran for any of them). Only bad_manifest lets
+// the module checks run.
+func TestJudgeUploadEveryCode(t *testing.T) {
+	codes := runtime.RejectionCodes(limits.Default())
+	for _, code := range codes {
+		t.Run(code.Code, func(t *testing.T) {
+			rows := judgeUpload(limits.Default(), []runtime.Rejection{{Code: code.Code, Message: "m"}})
+			stops := code.Stops
+			if stops == runtime.StageRead {
+				stops = code.Stage + 1
+			}
+			if len(rows) != len(codes) {
+				t.Fatalf("%d rows, want one per code (%d)", len(rows), len(codes))
+			}
+			for i, row := range rows {
+				switch {
+				case row.Code == code.Code:
+					if row.Status != "fail" || len(row.Messages) != 1 {
+						t.Errorf("%s: %q %v, want fail with the message", row.Code, row.Status, row.Messages)
+					}
+				case codes[i].Stage >= stops && row.Status != "not_run":
+					t.Errorf("%s (%v) is %q after %s (%v), want not_run", row.Code, codes[i].Stage, row.Status, code.Code, code.Stage)
+				}
+			}
+		})
+	}
+}
+
+// TestPackageReportStructuralRejections loads real packages refused by
+// the structural checks: the page shows the failed row, the module checks
+// that ran as passed, and compilation and discovery as not run.
+func TestPackageReportStructuralRejections(t *testing.T) {
+	manyFuncs := make([][]byte, limits.DefaultStructure().Functions+1)
+	for i := range manyFuncs {
+		manyFuncs[i] = []byte{}
+	}
+	for _, tt := range []struct {
+		code   string
+		module []byte
+	}{
+		{runtime.CodeTableTooLarge, wasmtest.Module{Tables: [][]byte{append([]byte{0x70, 0x00}, wasmbin.AppendU32(nil, 1<<30)...)}}.Bytes()},
+		{runtime.CodeModuleTooComplex, wasmtest.Module{Bodies: manyFuncs}.Bytes()},
+	} {
+		t.Run(tt.code, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, "module.wasm"), tt.module, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "subako-package.json"), []byte(`{"abi":1,"name":"t","version":"1"}`), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			srv, hs := newServer(t, dir)
+			var rep packageReport
+			do(t, hs, srv.Token(), "GET", "/api/package", nil, &rep)
+			status := map[string]string{}
+			for _, c := range rep.Upload {
+				status[c.Code] = c.Status
+			}
+			want := map[string]string{
+				tt.code: "fail", runtime.CodeBadManifest: "pass",
+				runtime.CodeCompileTimeout: "not_run", runtime.CodeDiscoveryFailed: "not_run", runtime.CodeNoTools: "not_run",
+			}
+			if tt.code == runtime.CodeTableTooLarge {
+				want[runtime.CodeMissingStart] = "pass" // the module decoded: every module check ran
+			}
+			for code, st := range want {
+				if status[code] != st {
+					t.Errorf("%s: %q, want %q (all: %v)", code, status[code], st, status)
 				}
 			}
 		})
