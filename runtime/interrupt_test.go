@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"math/rand/v2"
-	"os"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -16,17 +14,10 @@ import (
 // 10,000 (1,000 with -short); SUBAKO_INTERRUPT_CALLS overrides it.
 func interruptCalls(t *testing.T) int {
 	t.Helper()
-	if s := os.Getenv("SUBAKO_INTERRUPT_CALLS"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n <= 0 {
-			t.Fatalf("SUBAKO_INTERRUPT_CALLS=%q: want a positive integer", s)
-		}
-		return n
-	}
 	if testing.Short() {
-		return 1000
+		return soakEnv(t, "SUBAKO_INTERRUPT_CALLS", 1000)
 	}
-	return 10000
+	return soakEnv(t, "SUBAKO_INTERRUPT_CALLS", 10000)
 }
 
 // A caller's deadline that passes while the guest runs is the caller's
