@@ -7,7 +7,7 @@ BIN       := bin/subako-runner
 DEMO_PKG  := testdata/packages/greet
 GUESTS    := testdata/guests
 
-.PHONY: all build demo test test-short fmt-check vet fixtures bench fuzz clean wasi-testsuite mcp-clients mutants gremlins
+.PHONY: all build demo test test-short fmt-check vet fixtures bench fuzz clean wasi-testsuite mcp-clients mutants gremlins soak
 
 all: build
 
@@ -78,6 +78,18 @@ FIXTURE_DIRS := $(sort $(dir $(shell find testdata -name node_modules -prune -o 
 
 fixtures:
 	@for d in $(FIXTURE_DIRS); do $(MAKE) -C $$d fixtures || exit 1; done
+
+# The package set's soak (runtime/soak_set_test.go), as a backend runs it:
+# about 260 packages (C, Go, misbehaving), 8 goroutines in a Zipf order, a
+# budget that forces evictions, random cancels and tiny deadlines; a table
+# of RSS, goroutines, descriptors, outcomes and Observer events per
+# window. Not part of make test: SOAK_DURATION long (3m by default) after a
+# few minutes of uploads, e.g. make soak SOAK_DURATION=15m SOAK_WINDOW=60.
+SOAK_DURATION ?= 3m
+SOAK_WINDOW ?= 30
+soak:
+	SUBAKO_SOAK_DURATION=$(SOAK_DURATION) SUBAKO_SOAK_WINDOW_SECONDS=$(SOAK_WINDOW) SUBAKO_TEST_COMPILATION_CACHE=$(TEST_CACHE) \
+	  $(GO) test -count=1 -v -timeout 0 -run '^TestSoakPackageSet$$' ./runtime
 
 # The benchmark table (bench/): ratios measured side by side in one run,
 # about five minutes. BENCH_ARGS picks a subset or iteration counts, e.g.

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -23,8 +24,15 @@ import (
 )
 
 // ArtifactFormat is the version of the artifact layout this runner writes
-// and opens.
-const ArtifactFormat = 1
+// and opens. Format 2 added the integrity record (Artifact.SHA256). An
+// artifact of format 1 (artifactFormatUnsealed) still opens as it did (an
+// upgrade never asks for uploads again), its metered module verified as
+// ever but its tool list taken as stored; Opened.Unsealed says so, and
+// Package.Artifact is the sealed artifact to save in its place.
+const ArtifactFormat = 2
+
+// artifactFormatUnsealed is the format before the integrity record.
+const artifactFormatUnsealed = 1
 
 // Files of a saved artifact directory.
 const (
@@ -77,6 +85,15 @@ type Artifact struct {
 	Discover json.RawMessage `json:"discover"`
 	// Tools is the tool list exactly as the module sent it.
 	Tools []json.RawMessage `json:"tools"`
+	// Key is the key the artifact was stored under (DirLoader.Save), so
+	// that a store holding another key's artifact is told apart from a
+	// package that changed; "" when it was saved otherwise.
+	Key string `json:"key,omitempty"`
+	// SHA256 is the artifact's integrity record: the hex SHA-256 of every
+	// other field, as compact JSON (Metered through MeteredSHA256), so of
+	// everything Open restores. An artifact whose record does not match is
+	// refused: its metadata was changed.
+	SHA256 string `json:"sha256"`
 	// Metered is the fuel-metered module that runs; Save writes it beside
 	// the JSON rather than inside it.
 	Metered []byte `json:"-"`
@@ -104,7 +121,7 @@ func (p *Package) Artifact() *Artifact {
 		raw[i] = t.Raw
 	}
 	metered := sha256.Sum256(p.checked.metered)
-	return &Artifact{
+	a := &Artifact{
 		Format:        ArtifactFormat,
 		Runner:        Version,
 		Metering:      fuel.MeteringVersion,
@@ -117,7 +134,45 @@ func (p *Package) Artifact() *Artifact {
 		Tools:         raw,
 		Metered:       p.checked.metered,
 	}
+	a.seal()
+	return a
 }
+
+// digest is what SHA256 must be: the SHA-256 of the artifact's other
+// fields as compact JSON. json.Marshal compacts the raw messages (the
+// discover result, the tools), so the indentation Save adds is not part
+// of it.
+func (a *Artifact) digest() string {
+	c := *a
+	c.SHA256, c.Metered, c.hashed = "", nil, nil
+	b, err := json.Marshal(&c)
+	if err != nil {
+		return "" // a raw message that is not JSON: no record matches it
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// seal sets the integrity record after the fields were set.
+func (a *Artifact) seal() { a.SHA256 = a.digest() }
+
+// errMetadataChanged is the refusal of an artifact whose integrity record
+// does not match its fields.
+var errMetadataChanged = errors.New("the artifact's metadata was changed: its integrity record does not match (a corrupted or edited store); upload the package again")
+
+// checkIntegrity refuses an artifact whose metadata is not what its
+// integrity record says.
+func (a *Artifact) checkIntegrity() error {
+	if want := a.digest(); want == "" || a.SHA256 != want {
+		return errMetadataChanged
+	}
+	return nil
+}
+
+// errOtherPackage is the refusal of an artifact that belongs to another
+// package than the one it was loaded for: the store, not the package, is
+// at fault.
+var errOtherPackage = errors.New("the artifact store holds another package's artifact for this key")
 
 // Save writes the artifact into dir (created if needed): artifact.json and
 // metered.wasm. Each file is written to a temporary name and renamed, so a
@@ -185,8 +240,13 @@ func ReadArtifact(dir string) (*Artifact, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, fmt.Errorf("artifact %s: %s has data after its JSON object (corrupted store?)", dir, artifactJSON)
 	}
-	if a.Format != ArtifactFormat {
+	if a.Format != ArtifactFormat && a.Format != artifactFormatUnsealed {
 		return nil, fmt.Errorf("artifact %s has format %d; this runner opens format %d (upload the package again)", dir, a.Format, ArtifactFormat)
+	}
+	if a.Format == ArtifactFormat {
+		if err := a.checkIntegrity(); err != nil {
+			return nil, fmt.Errorf("artifact %s: %w", dir, err)
+		}
 	}
 	if a.Metered, err = readBounded(filepath.Join(dir, artifactMetered), maxArtifactMetered); err != nil {
 		return nil, err
@@ -255,8 +315,14 @@ func (rt *Runtime) Open(ctx context.Context, a *Artifact, path string) (p *Packa
 	if rt.eng.IsClosed() {
 		return nil, closedError("open " + path)
 	}
-	if a.Format != ArtifactFormat {
+	unsealed := a.Format == artifactFormatUnsealed
+	if a.Format != ArtifactFormat && !unsealed {
 		return nil, fmt.Errorf("the artifact has format %d; this runner (%s) opens format %d: upload the package again", a.Format, Version, ArtifactFormat)
+	}
+	if !unsealed {
+		if err := a.checkIntegrity(); err != nil {
+			return nil, fmt.Errorf("open %s: %w", path, err)
+		}
 	}
 	// The package is read and hashed on its own goroutine while wazero
 	// loads a stored metered module this host vouches for: on two cores the
@@ -314,9 +380,13 @@ func (rt *Runtime) Open(ctx context.Context, a *Artifact, path string) (p *Packa
 		name:      a.Name,
 		tools:     tools,
 		discovery: Discovery{Result: discover},
-		Opened:    &Opened{Metering: how, ArtifactMetering: a.Metering, ArtifactRunner: a.Runner, Duration: time.Since(started)},
+		Opened:    &Opened{Metering: how, ArtifactMetering: a.Metering, ArtifactRunner: a.Runner, Unsealed: unsealed, Duration: time.Since(started)},
 	}
 	fields := []zap.Field{zap.String("package", a.Name), zap.String("metering", how), zap.Duration("duration", p.Opened.Duration)}
+	if unsealed {
+		rt.log.Warn("package opened from an artifact without an integrity record (format 1): its tool list is taken as stored; save pkg.Artifact() to seal it",
+			append(fields, zap.String("artifact_runner", a.Runner))...)
+	}
 	if how == MeteringRederived {
 		rt.log.Info("package opened from an artifact of another metering version: module.wasm metered again (save pkg.Artifact() to skip this next time)",
 			append(fields, zap.Int("artifact_metering", a.Metering), zap.Int("metering_version", fuel.MeteringVersion), zap.String("artifact_runner", a.Runner))...)
@@ -385,6 +455,9 @@ func (r packageRead) verify(a *Artifact, path string) (*Source, [sha256.Size]byt
 	if r.err != nil {
 		return nil, r.hash, r.err
 	}
+	if r.found && hex.EncodeToString(r.hash[:]) != a.ModuleSHA256 && r.src != nil && r.src.displayName(path) != a.Name {
+		return nil, r.hash, fmt.Errorf("%s: %w (the artifact is package %q's, module sha256 %s; the package here is %q, module sha256 %s)", path, errOtherPackage, a.Name, a.ModuleSHA256, r.src.displayName(path), hex.EncodeToString(r.hash[:]))
+	}
 	if !r.found || hex.EncodeToString(r.hash[:]) != a.ModuleSHA256 {
 		return nil, r.hash, fmt.Errorf("%s: module.wasm does not match the artifact (sha256 %s, artifact %s): the package changed since its upload", path, hex.EncodeToString(r.hash[:]), a.ModuleSHA256)
 	}
@@ -413,6 +486,11 @@ type Opened struct {
 	// runner version that made the artifact.
 	ArtifactMetering int
 	ArtifactRunner   string
+	// Unsealed: the artifact had no integrity record (format 1, made
+	// before it), so its tool list and discover result were taken as
+	// stored, as that runner did. Save Package.Artifact (sealed) in its
+	// place.
+	Unsealed bool
 	// Duration is the whole Open, from the module's read to the compiled
 	// module.
 	Duration time.Duration

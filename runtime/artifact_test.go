@@ -158,7 +158,7 @@ func TestArtifactRefusesChangedPackageOrStore(t *testing.T) {
 			sum := sha256.Sum256([]byte("another module"))
 			editArtifact(t, store, "meteredSha256", hex.EncodeToString(sum[:]))
 		}, readErr: "hash"},
-		{name: "artifact.json: another format", tamper: func(store string) { editArtifact(t, store, "format", 2) }, readErr: "format"},
+		{name: "artifact.json: another format", tamper: func(store string) { editArtifact(t, store, "format", 3) }, readErr: "format"},
 		{name: "artifact.json: an unknown field", tamper: func(store string) { editArtifact(t, store, "trusted", true) }, readErr: "unknown field"},
 	}
 	for _, c := range cases {
@@ -241,6 +241,7 @@ func TestArtifactAcrossVersions(t *testing.T) {
 	// host that recorded the upload; verified once by a host that did not.
 	older := pkg.Artifact()
 	older.Runner = "0.0.1"
+	older.seal() // as the other runner sealed it
 	open(rt, older, MeteringStored)
 	open(fresh, older, MeteringVerified)
 	open(fresh, older, MeteringStored)
@@ -253,6 +254,7 @@ func TestArtifactAcrossVersions(t *testing.T) {
 		planted.Metered = pkg.checked.Source.Module
 		sum := sha256.Sum256(planted.Metered)
 		planted.MeteredSHA256 = hex.EncodeToString(sum[:])
+		planted.seal()
 		p := open(rt, planted, MeteringRederived)
 		if p.Opened.ArtifactMetering != version {
 			t.Errorf("Opened.ArtifactMetering %d, want %d", p.Opened.ArtifactMetering, version)
@@ -283,6 +285,14 @@ func writeStoreFile(t *testing.T, path string, b []byte) {
 // editArtifact sets one field of the stored artifact.json.
 func editArtifact(t *testing.T, store, field string, value any) {
 	t.Helper()
+	editArtifactSealed(t, store, field, value, true)
+}
+
+// editArtifactSealed sets field of the stored artifact.json to value, and
+// with seal recomputes the integrity record as a forger who knows the
+// scheme would (the checks behind it are then what refuses the edit).
+func editArtifactSealed(t *testing.T, store, field string, value any, seal bool) {
+	t.Helper()
 	var doc map[string]any
 	if err := json.Unmarshal(readFile(t, filepath.Join(store, artifactJSON)), &doc); err != nil {
 		t.Fatal(err)
@@ -291,6 +301,15 @@ func editArtifact(t *testing.T, store, field string, value any) {
 	b, err := json.Marshal(doc)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if seal {
+		var a Artifact
+		if err := json.Unmarshal(b, &a); err == nil {
+			doc["sha256"] = a.digest()
+			if b, err = json.Marshal(doc); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	writeStoreFile(t, filepath.Join(store, artifactJSON), b)
 }

@@ -204,7 +204,7 @@ func errorOutcome(ctx context.Context, err error) (Outcome, string) {
 		return OutcomeRefused, cerr.Code
 	case errors.Is(err, ErrClosed):
 		return OutcomeError, ""
-	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+	case callerEnded(ctx) != nil && errors.Is(err, callerEnded(ctx)):
 		return OutcomeCanceled, ""
 	default:
 		return OutcomeError, ""

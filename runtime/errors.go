@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/subako/subako-runner/internal/compile"
+	"github.com/subako/subako-runner/internal/fuel"
 	"github.com/subako/subako-runner/internal/instance"
 	"github.com/subako/subako-runner/internal/modcheck"
 	"github.com/subako/subako-runner/protocol"
@@ -172,6 +173,15 @@ const (
 	CodeBadArguments = "bad_arguments"
 )
 
+// Codes of the CallEvent of a PackageSet.Call that never reached its
+// package (Outcome OutcomeError): the package could not be opened (the
+// loader's or Open's error), or the set closed before or while the call
+// waited for it.
+const (
+	CodeOpenFailed       = "open_failed"
+	CodePackageSetClosed = "package_set_closed"
+)
+
 // ErrClosed is the error of every entry point (Load, Validate, Discover,
 // Open, RunCommand, Package.Call, Package.Probe) once Runtime.Close has
 // begun: errors.Is(err, ErrClosed) finds it. A runtime shutting down is the
@@ -203,3 +213,9 @@ func interruptedError(what string, err error) error {
 // Discover, Call and Probe return this error, not a *RejectedError or a
 // crashed Result.
 func canceled(ctx context.Context, what string) error { return instance.Canceled(ctx, what) }
+
+// callerEnded is why the caller's context has ended (fuel.Ended): the
+// fuel meter stops a guest at the caller's deadline without waiting for
+// that context's timer, so the event of a call it stopped must not wait
+// for it either. It is nil while ctx is live.
+func callerEnded(ctx context.Context) error { return fuel.Ended(ctx) }

@@ -67,9 +67,14 @@ type UploadEvent struct {
 	Phases []Phase
 }
 
-// CallEvent describes one Package.Call: every Call, whether it ran,
-// was refused or failed, ends in exactly one event.
+// CallEvent describes one Package.Call or PackageSet.Call: every Call,
+// whether it ran, was refused or failed, ends in exactly one event. A set's
+// call that reached its package has Package.Call's event; one that did
+// not (its open failed or was waited for in vain) has the set's own, with
+// the key as Package, no ModuleSHA256 and no Stats.
 type CallEvent struct {
+	// Package is the package's name, or the set's key when a
+	// PackageSet.Call never reached the package.
 	Package string
 	// Tool is the tool the call asked for (it may be unknown to the
 	// package when Outcome is OutcomeRefused).
@@ -79,13 +84,18 @@ type CallEvent struct {
 	// bad arguments), OutcomeCanceled (the caller's context ended the call,
 	// while it waited for its turn or ran), or OutcomeError (the host could
 	// not run it: the runtime closed, a directory could not be opened).
+	// A PackageSet.Call that never reached its package is OutcomeCanceled
+	// (the caller's context ended while it waited for the open) or
+	// OutcomeError with Code CodeOpenFailed or CodePackageSetClosed.
 	// Count the last three apart from crashes: they say nothing about the
 	// module.
 	Outcome Outcome
 	// Crash is the crash code, empty unless Outcome is OutcomeCrashed.
 	Crash string
-	// Code is the refusal code (unknown_tool, bad_arguments), empty unless
-	// Outcome is OutcomeRefused.
+	// Code is the refusal code (unknown_tool, bad_arguments) when Outcome
+	// is OutcomeRefused, the set's code (open_failed, package_set_closed)
+	// when a PackageSet.Call ended in OutcomeError before its package, and
+	// empty otherwise.
 	Code string
 	// Stats are the resources the instance used; zero when no instance
 	// ran.
@@ -122,7 +132,7 @@ func (rt *Runtime) reportUpload(ctx context.Context, name string, hash []byte, s
 			e.Outcome = OutcomeCrashed
 			e.Codes = append(e.Codes, rej.Crash.Reason)
 		}
-	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+	case callerEnded(ctx) != nil && errors.Is(err, callerEnded(ctx)):
 		e.Outcome = OutcomeCanceled
 	default:
 		e.Outcome = OutcomeError

@@ -62,6 +62,9 @@ func (d DirLoader) LoadPackage(ctx context.Context, key string) (*Artifact, stri
 	if err != nil {
 		return nil, "", err
 	}
+	if a.Key != "" && a.Key != key {
+		return nil, "", fmt.Errorf("%w (it was saved under key %q)", errOtherPackage, a.Key)
+	}
 	return a, filepath.Join(d.Packages, key), nil
 }
 
@@ -72,7 +75,10 @@ func (d DirLoader) Save(key string, p *Package) error {
 	if err := checkKey(key); err != nil {
 		return err
 	}
-	return p.Artifact().Save(filepath.Join(d.Artifacts, key))
+	a := p.Artifact()
+	a.Key = key
+	a.seal()
+	return a.Save(filepath.Join(d.Artifacts, key))
 }
 
 // checkKey refuses a key that is not one plain path element.
@@ -117,8 +123,16 @@ type PackageSetConfig struct {
 }
 
 // ErrPackageSetClosed is the error of PackageSet.Call and Acquire once
-// Close has begun (errors.Is finds it).
+// Close has begun, and of the callers Close stopped while they waited for
+// an open (errors.Is finds it; errors.Is finds no context error in it: it
+// is not the caller's cancellation).
 var ErrPackageSetClosed = errors.New("subako package set closed")
+
+// setClosedError is the error of a call of key that the set's Close
+// refused or stopped; what says where it was.
+func setClosedError(key, what string) error {
+	return fmt.Errorf("package %s: %w (%s)", key, ErrPackageSetClosed, what)
+}
 
 // PackageSet keeps the packages an embedder serves open within a budget:
 // the backend that hosts every package its users uploaded names each by
@@ -282,13 +296,36 @@ func NewPackageSet(rt *Runtime, cfg PackageSetConfig) (*PackageSet, error) {
 // open. Errors of the loader and of Open come back wrapped with the key
 // (errors.Is and errors.As see through it); the call's own errors and
 // Result are Package.Call's.
+//
+// Every Call ends in exactly one Observer event: Package.Call's once the
+// package is reached, else the set's own (setCallEvent), whatever stopped
+// it before.
 func (s *PackageSet) Call(ctx context.Context, key string, req CallRequest) (*Result, error) {
+	started := time.Now()
 	p, release, err := s.Acquire(ctx, key)
 	if err != nil {
+		e := CallEvent{Package: key, Tool: req.Tool, Start: started}
+		e.Outcome, e.Code = setErrorOutcome(ctx, err)
+		s.rt.reportCall(ctx, s.rt.log.With(zap.String("key", key), zap.String("tool", req.Tool)), e)
 		return nil, err
 	}
 	defer release()
 	return p.Call(ctx, req)
+}
+
+// setErrorOutcome is the event outcome of a set's call that never reached
+// its package: the caller's context ended first (canceled), the set
+// closed (error, package_set_closed), or the package could not be opened
+// (error, open_failed).
+func setErrorOutcome(ctx context.Context, err error) (Outcome, string) {
+	switch {
+	case errors.Is(err, ErrPackageSetClosed):
+		return OutcomeError, CodePackageSetClosed
+	case callerEnded(ctx) != nil && errors.Is(err, callerEnded(ctx)):
+		return OutcomeCanceled, ""
+	default:
+		return OutcomeError, CodeOpenFailed
+	}
 }
 
 // Acquire returns the package of key, opened if needed, for the caller to
@@ -301,7 +338,7 @@ func (s *PackageSet) Acquire(ctx context.Context, key string) (*Package, func(),
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		return nil, nil, fmt.Errorf("package %s: %w", key, ErrPackageSetClosed)
+		return nil, nil, setClosedError(key, "refused")
 	}
 	e, ok := s.entries[key]
 	// The reference is taken now, before any wait: an entry someone waits
@@ -325,6 +362,11 @@ func (s *PackageSet) Acquire(ctx context.Context, key string) (*Package, func(),
 	case <-ctx.Done():
 		s.release(e, false)
 		return nil, nil, canceled(ctx, "package "+key)
+	case <-s.ctx.Done():
+		// Close stops the opens; its waiters learn it from the set, not
+		// as a cancellation of their own.
+		s.release(e, false)
+		return nil, nil, setClosedError(key, "waiting for its open")
 	}
 	if e.err != nil {
 		s.release(e, false)
@@ -413,9 +455,14 @@ func (s *PackageSet) open(callerCtx context.Context, e *setEntry) {
 	s.mu.Lock()
 	s.stats.OpenTime += took
 	var closing []*setEntry
-	if err == nil && s.closed {
+	switch {
+	case err == nil && s.closed:
 		p.Close(context.Background())
-		err, p = fmt.Errorf("package %s: %w", e.key, ErrPackageSetClosed), nil
+		err, p = setClosedError(e.key, "opened as the set closed"), nil
+	case err != nil && s.closed:
+		// Close stopped the open (its context, its wait for room): the
+		// set's close, not the loader's or the package's fault.
+		err = setClosedError(e.key, "its open was stopped: "+err.Error())
 	}
 	if err != nil {
 		s.stats.OpenFailures++

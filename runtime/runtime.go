@@ -52,8 +52,16 @@ type Config struct {
 	// means limits.Default(). A call may override them.
 	Limits *limits.Limits
 	// CompilationCacheDir, when set, keeps compiled machine code on disk so
-	// that another process loads the same module without recompiling.
+	// that another process loads the same module without recompiling. A
+	// cache is an optimisation: one that cannot be used or written when
+	// New runs (read-only, full, not a directory) is logged as a warning
+	// and the runtime compiles into memory only, unless
+	// StrictCompilationCache is set; one that fails later is logged once,
+	// and the modules it could not keep are compiled into memory.
 	CompilationCacheDir string
+	// StrictCompilationCache makes New fail when CompilationCacheDir
+	// cannot be used or written, instead of running without it.
+	StrictCompilationCache bool
 	// Observer, when set, receives one event per upload and per call.
 	Observer Observer
 	// Progress, when set, is told when a slow step (compilation,
@@ -139,20 +147,26 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		maxInstances = goruntime.NumCPU()
 	}
 	rt := &Runtime{log: log, limits: lim, observer: cfg.Observer,
-		meterings:  newMeteringRecords(cfg.CompilationCacheDir),
 		progressFn: cfg.Progress}
 	workers := cfg.CompilationWorkers
 	if workers <= 0 {
 		workers = goruntime.NumCPU()
 	}
-	if cfg.CompilationCacheDir != "" {
-		cache, err := wazero.NewCompilationCacheWithDir(cfg.CompilationCacheDir)
-		if err != nil {
+	cacheDir := cfg.CompilationCacheDir
+	if cacheDir != "" {
+		cache, err := compile.OpenCache(cacheDir)
+		switch {
+		case err != nil && cfg.StrictCompilationCache:
 			return nil, fmt.Errorf("compilation cache: %w", err)
+		case err != nil:
+			log.Warn("compilation cache cannot be used: modules are compiled into memory only", zap.String("cache", cacheDir), zap.Error(err))
+			cacheDir = ""
+		default:
+			rt.cache = cache
+			rc = rc.WithCompilationCache(cache)
 		}
-		rt.cache = cache
-		rc = rc.WithCompilationCache(cache)
 	}
+	rt.meterings = newMeteringRecords(cacheDir)
 	volumes, err := tmpvol.Open(cfg.TempDir, log)
 	if err != nil {
 		if rt.cache != nil {
@@ -163,7 +177,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	rt.volumes = volumes
 	rt.wz = wazero.NewRuntimeWithConfig(ctx, rc)
 	rt.eng = instance.NewEngine(engineConfig(rt.wz, maxInstances, cfg))
-	rt.compiler = compile.New(compile.Config{Runtime: rt.wz, CacheDir: cfg.CompilationCacheDir, Workers: workers, Log: log,
+	rt.compiler = compile.New(compile.Config{Runtime: rt.wz, CacheDir: cacheDir, ScratchDir: volumes.Dir(), Workers: workers, Log: log,
 		IsClosed: rt.eng.IsClosed, Closed: ErrClosed, Phase: phase,
 		Known: func(module [sha256.Size]byte) bool { return rt.meterings.known(module, fuel.MeteringVersion) }})
 	if _, err := wasi.Instantiate(ctx, rt.wz); err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tetratelabs/wazero"
@@ -61,6 +62,10 @@ type Config struct {
 	// CacheDir is the runtime's compilation cache directory, "" without
 	// one: where cachefault.go replaces a damaged entry.
 	CacheDir string
+	// ScratchDir is the runtime's own temporary directory, where
+	// cachefault.go compiles a module again without the cache; "" is
+	// os.TempDir().
+	ScratchDir string
 	// Workers is how many goroutines compile one module's functions.
 	Workers int
 	Log     *zap.Logger
@@ -81,14 +86,18 @@ type Config struct {
 // not watch the context, goes on; Close waits for the compilations that
 // callers stopped waiting for.
 type Compiler struct {
-	wz        wazero.Runtime
-	cacheDir  string
-	workers   int
-	log       *zap.Logger
-	isClosed  func() bool
-	closedErr error
-	known     func([32]byte) bool
-	phase     func(context.Context, string) func()
+	wz         wazero.Runtime
+	cacheDir   string
+	scratchDir string
+	// writeFaultLogged is set once a cache write fault was logged at
+	// warn level (cachefault.go).
+	writeFaultLogged atomic.Bool
+	workers          int
+	log              *zap.Logger
+	isClosed         func() bool
+	closedErr        error
+	known            func([32]byte) bool
+	phase            func(context.Context, string) func()
 
 	// compiling counts the compilations in flight; Close waits for them.
 	compiling sync.WaitGroup
@@ -102,7 +111,7 @@ type Compiler struct {
 
 // New makes the compiler of one runtime.
 func New(cfg Config) *Compiler {
-	return &Compiler{wz: cfg.Runtime, cacheDir: cfg.CacheDir, workers: cfg.Workers, log: cfg.Log,
+	return &Compiler{wz: cfg.Runtime, cacheDir: cfg.CacheDir, scratchDir: cfg.ScratchDir, workers: cfg.Workers, log: cfg.Log,
 		isClosed: cfg.IsClosed, closedErr: cfg.Closed, known: cfg.Known, phase: cfg.Phase}
 }
 

@@ -54,6 +54,7 @@ type Meter struct {
 	exhausted bool
 	slice     uint64    // the next grant
 	last      time.Time // when the last slice was granted
+	stop      *Stop     // why refuel ended the instance for its context (stop.go)
 }
 
 // NewMeter returns a meter with the given budget; 0 means unlimited (the
@@ -253,6 +254,7 @@ func refuel(ctx context.Context, mod api.Module, stack []uint64) {
 		}
 		if m != nil {
 			m.note(counter)
+			m.recordStop(ctx, err)
 		}
 		_ = mod.CloseWithExitCode(ctx, code)
 		panic(sys.NewExitError(code))

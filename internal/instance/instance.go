@@ -206,20 +206,42 @@ func (in *Instance) QueueWait() (time.Duration, int) { return in.place.Wait, in.
 
 // Interrupted is the caller's cancellation when the caller's context (or
 // the runtime's close) ended a run that returned err, and nil when the end
-// was the module's own or the host's (deadline, exit rule, crash).
+// was the module's own or the host's (deadline, exit rule, crash). A run
+// the fuel meter stopped because the caller's deadline had passed is the
+// caller's, though that context's timer may not have run yet: the meter's
+// record decides, not the race with the timer.
 func (in *Instance) Interrupted(err error) error {
-	if err != nil && in.parent.Err() != nil && !hostCause(in.cause()) {
-		return Canceled(in.parent, "stopped by the caller's context")
+	if err == nil {
+		return nil
+	}
+	cause := in.cause()
+	if hostCause(cause) {
+		return nil
+	}
+	const what = "stopped by the caller's context"
+	if cerr := Canceled(in.parent, what); cerr != nil {
+		return cerr
+	}
+	if errors.Is(cause, errCallerDeadline) {
+		return fmt.Errorf("%s: %w", what, context.DeadlineExceeded)
 	}
 	return nil
 }
 
-// cause is why the instance's context ended, or nil while it has not. A
-// deadline that has passed counts though the timer that ends the context
-// has not run yet: the fuel meter stops the guest at the deadline itself
-// (internal/fuel's refuel), without waiting for a goroutine that a loaded
-// scheduler may run late.
+// errCallerDeadline is the cause of an end the fuel meter made when the
+// caller's deadline had passed before the caller's context reported it.
+var errCallerDeadline = fmt.Errorf("the caller's deadline passed: %w", context.DeadlineExceeded)
+
+// cause is why the instance ended, or nil while it has not been ended by
+// a context: first the fuel meter's record of why it stopped the guest
+// (which deadline had passed, or the context's cause when it stopped),
+// then the instance's context. A deadline of the instance's own that has
+// passed counts though the timer that ends the context has not run yet
+// (a host function may have seen it first).
 func (in *Instance) cause() error {
+	if c := in.meterCause(); c != nil {
+		return c
+	}
 	if c := context.Cause(in.ctx); c != nil {
 		return c
 	}
@@ -227,6 +249,24 @@ func (in *Instance) cause() error {
 		return errDeadline
 	}
 	return nil
+}
+
+// meterCause is why the fuel meter stopped the guest for its context, or
+// nil when it did not. A deadline passed before the context's timer ran is
+// the caller's when the caller's deadline is the earlier one, else the
+// instance's own (errDeadline).
+func (in *Instance) meterCause() error {
+	stop, ok := in.Fuel.Stopped()
+	if !ok {
+		return nil
+	}
+	if stop.Cause != nil {
+		return stop.Cause
+	}
+	if d, ok := in.parent.Deadline(); ok && d.Before(in.deadline) && !stop.Deadline.Before(d) {
+		return errCallerDeadline
+	}
+	return errDeadline
 }
 
 // hostCause reports whether cause is one of the reasons the host ends an

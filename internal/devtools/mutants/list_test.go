@@ -8,6 +8,9 @@ type mutant struct {
 	file     string
 	from, to string
 	pkgs     []string
+	// run, when set, is the -run pattern of the tests that judge it (a
+	// slow package's tests of the code mutated).
+	run string
 }
 
 // list is the kept list of mutants. Keep each one a bug someone could
@@ -325,4 +328,12 @@ var list = []mutant{
 		from: `		return 3
 	}`, to: `		return 1
 	}`},
+
+	// The package set's budget and holders (runtime/packageset.go).
+	{id: "packageset/opens-not-counted", file: "runtime/packageset.go",
+		from: `s.stats.ResidentBytes+s.reservedBytes > s.cfg.MaxBytes`, to: `s.stats.ResidentBytes > s.cfg.MaxBytes`, run: "^TestPackageSet"},
+	{id: "packageset/release-closes-under-second-holder", file: "runtime/packageset.go",
+		from: `	if e.refs == 0 && e.pkg != nil {`, to: `	if e.refs <= 1 && e.pkg != nil {`, run: "^TestPackageSet"},
+	{id: "packageset/remove-closes-under-holder", file: "runtime/packageset.go",
+		from: `		if e.refs == 0 {`, to: `		if e.refs <= 1 {`, run: "^TestPackageSet"},
 }

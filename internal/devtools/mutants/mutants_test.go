@@ -35,6 +35,15 @@ func pkgsOf(m mutant) []string {
 	return []string{"./" + filepath.Dir(m.file)}
 }
 
+// argsOf is what go test runs for m: its packages, after its -run pattern
+// when it has one.
+func argsOf(m mutant) []string {
+	if m.run != "" {
+		return append([]string{"-run=" + m.run}, pkgsOf(m)...)
+	}
+	return pkgsOf(m)
+}
+
 // TestMutantsStillApply keeps the list true to the code: every snippet
 // occurs exactly once in its file and changes it, ids are unique, and the
 // list holds at least the 30 kinds of planted bugs of issue 25.
@@ -115,25 +124,31 @@ func TestMutantsAreKilled(t *testing.T) {
 	// The packages must pass unchanged, or their failures would count as
 	// kills.
 	broken := map[string]bool{}
-	var pkgs []string
+	var runs [][]string // each package alone, or with a mutant's -run pattern
 	for _, m := range chosen {
+		if m.run != "" {
+			if !slices.ContainsFunc(runs, func(a []string) bool { return slices.Equal(a, argsOf(m)) }) {
+				runs = append(runs, argsOf(m))
+			}
+			continue
+		}
 		for _, p := range pkgsOf(m) {
-			if !slices.Contains(pkgs, p) {
-				pkgs = append(pkgs, p)
+			if !slices.ContainsFunc(runs, func(a []string) bool { return slices.Equal(a, []string{p}) }) {
+				runs = append(runs, []string{p})
 			}
 		}
 	}
-	for _, p := range pkgs {
-		if passed, _, out := goTest(t, r, "", []string{p}); !passed {
-			broken[p] = true
-			t.Errorf("%s fails without any mutant; its mutants are not judged:\n%s", p, tail(out))
+	for _, args := range runs {
+		if passed, _, out := goTest(t, r, "", args); !passed {
+			broken[strings.Join(args, " ")] = true
+			t.Errorf("%s fails without any mutant; its mutants are not judged:\n%s", strings.Join(args, " "), tail(out))
 		}
 	}
 	dir := t.TempDir()
 	var killedN, judged int
 	var survivors, unviable, unjudged []string
 	for i, m := range chosen {
-		if slices.ContainsFunc(pkgsOf(m), func(p string) bool { return broken[p] }) {
+		if broken[strings.Join(argsOf(m), " ")] || (m.run == "" && slices.ContainsFunc(pkgsOf(m), func(p string) bool { return broken[p] })) {
 			unjudged = append(unjudged, m.id)
 			continue
 		}
@@ -149,7 +164,7 @@ func TestMutantsAreKilled(t *testing.T) {
 		ov := filepath.Join(dir, "overlay.json")
 		must(t, os.WriteFile(ov, overlay, 0o644))
 		start := time.Now()
-		passed, built, out := goTest(t, r, ov, pkgsOf(m))
+		passed, built, out := goTest(t, r, ov, argsOf(m))
 		var o outcome
 		switch {
 		case !built:
