@@ -17,12 +17,14 @@ func newCheckCmd(a *app) *cobra.Command {
 	var l limitFlags
 	var n networkFlags
 	var format, examplesFile string
+	var strict bool
 	cmd := &cobra.Command{
 		Use:   "check [flags] PACKAGE",
 		Short: "run the conformance suite on a package and report every checklist item",
 		Long: "Run the conformance suite on PACKAGE: the upload checks, discovery and a set of probes,\n" +
 			"each checklist item of ABI 1 reported as pass, warning, failure or skipped.\n" +
-			"Exit status: 0 when no check failed (warnings allowed), 1 when a check failed, 2 on a usage or host error.",
+			"Exit status: 0 when no check failed (warnings allowed), 1 when a check failed (with --strict: or warned,\n" +
+			"an example call that answered isError included), 2 on a usage or host error.",
 		Args: positionals([]string{"PACKAGE"}, 1, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f, err := conformance.ParseFormat(format)
@@ -36,6 +38,9 @@ func newCheckCmd(a *app) *cobra.Command {
 				f = conformance.FormatJSON
 			}
 			var opts conformance.Options
+			if strict {
+				opts.FailOn = conformance.Warn
+			}
 			if examplesFile != "" {
 				b, err := os.ReadFile(examplesFile)
 				if err != nil {
@@ -63,6 +68,7 @@ func newCheckCmd(a *app) *cobra.Command {
 	l.register(cmd)
 	cmd.Flags().StringVar(&format, "format", "human", "report `FORMAT`: human, json or junit (--json is --format json)")
 	cmd.Flags().StringVar(&examplesFile, "examples", "", "JSON `FILE` mapping tool names to arrays of argument objects to call and report")
+	cmd.Flags().BoolVar(&strict, "strict", false, "fail the run (exit 1) on warnings too, example calls that answered isError included: for CI")
 	n.register(cmd)
 	for _, name := range []string{"allow-host", "credential", "resolve", "allow-private"} {
 		f := cmd.Flags().Lookup(name)
