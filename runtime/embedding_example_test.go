@@ -407,6 +407,51 @@ func Example_callBefore() {
 	// true true
 }
 
+// uploadInto is the upload into a DirLoader store: the package directory
+// copied to Packages/<key>, loaded (every check, discovery), and its
+// artifact saved to Artifacts/<key>, where a PackageSet finds both.
+func uploadInto(ctx context.Context, rt *runtime.Runtime, store runtime.DirLoader, key, src string) error {
+	dir, err := store.PackageDir(key) // refuses a key that is not one plain path element
+	if err != nil {
+		return err
+	}
+	if err := os.CopyFS(dir, os.DirFS(src)); err != nil { // refuses to overwrite: a new version, a new key
+		return err
+	}
+	pkg, err := rt.Load(ctx, dir)
+	if err != nil {
+		os.RemoveAll(dir) // rejected: nothing stays in the store
+		return err
+	}
+	defer pkg.Close(ctx)
+	return store.Save(key, pkg)
+}
+
+func Example_uploadInto() {
+	ctx := context.Background()
+	root, err := os.MkdirTemp("", "subako-upload-example-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(root)
+	rt, err := runtime.New(ctx, runtime.Config{CompilationCacheDir: filepath.Join(root, "cache")})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer rt.Close(ctx)
+	store := runtime.DirLoader{Artifacts: filepath.Join(root, "artifacts"), Packages: filepath.Join(root, "packages")}
+	if err := uploadInto(ctx, rt, store, "ada-greets", "../testdata/packages/cgreet"); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(uploadInto(ctx, rt, store, "../elsewhere", "../testdata/packages/cgreet"))
+	if err := serve(ctx, rt, store, "ada-greets"); err != nil {
+		log.Fatal(err)
+	}
+	// Output:
+	// package key "../elsewhere": want one plain path element
+	// ok {"message":"Hello, Ada!"} 1 1
+}
+
 // serve calls one tool of the package the embedder stored under key,
 // through a set that keeps the open packages within a budget.
 func serve(ctx context.Context, rt *runtime.Runtime, store runtime.DirLoader, key string) error {
@@ -442,27 +487,9 @@ func Example_packageSet() {
 	defer rt.Close(ctx)
 	// The upload, once: the package under its key, its artifact beside.
 	store := runtime.DirLoader{Artifacts: filepath.Join(root, "artifacts"), Packages: filepath.Join(root, "packages")}
-	dir := filepath.Join(store.Packages, "ada-greets")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := uploadInto(ctx, rt, store, "ada-greets", "../testdata/packages/cgreet"); err != nil {
 		log.Fatal(err)
 	}
-	for _, name := range []string{runtime.ModuleFile, runtime.ManifestFile} {
-		b, err := os.ReadFile(filepath.Join("../testdata/packages/cgreet", name))
-		if err == nil {
-			err = os.WriteFile(filepath.Join(dir, name), b, 0o644)
-		}
-		if err != nil {
-			log.Fatal(err)
-		}
-	}
-	pkg, err := rt.Load(ctx, dir)
-	if err != nil {
-		log.Fatal(err)
-	}
-	if err := store.Save("ada-greets", pkg); err != nil {
-		log.Fatal(err)
-	}
-	pkg.Close(ctx)
 	if err := serve(ctx, rt, store, "ada-greets"); err != nil {
 		log.Fatal(err)
 	}

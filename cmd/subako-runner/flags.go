@@ -261,16 +261,18 @@ func (n *networkFlags) policy(e *env) (*subakohttp.Policy, error) {
 			return nil, err
 		}
 		if cfg.Resolve == nil {
-			cfg.Resolve = map[string][]netip.Addr{}
+			cfg.Resolve = map[string][]string{}
 		}
-		cfg.Resolve[hostport] = append(cfg.Resolve[hostport], addrs...)
+		cfg.Resolve[hostport] = append(cfg.Resolve[hostport], addrStrings(addrs)...)
 	}
 	if n.allowPrivate.set {
 		if n.allowPrivate.all {
 			cfg.DisableDestinationCheck = true
 			fmt.Fprintln(e.stderr, "subako-runner: WARNING: --allow-private turns off the destination check: the module may reach any address, private ones included")
 		} else {
-			cfg.AllowPrivate = n.allowPrivate.prefixes
+			for _, pre := range n.allowPrivate.prefixes {
+				cfg.AllowPrivate = append(cfg.AllowPrivate, pre.String())
+			}
 			fmt.Fprintf(e.stderr, "subako-runner: WARNING: --allow-private lets the module reach %s\n", n.allowPrivate.String())
 		}
 	}
