@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 
@@ -168,7 +169,7 @@ func printTools(w io.Writer, pkg *runtime.Package) {
 // here and rej is nil.
 func rejection(e *env, err error) (rej *runtime.RejectedError, code int) {
 	if !errors.As(err, &rej) {
-		return nil, fail(e, "%v", err)
+		return nil, fail(e, "%s", packageErrorText(err))
 	}
 	if rej.Crash != nil {
 		return rej, exitCrashed
@@ -248,4 +249,15 @@ func readArgs(e *env, argsFile string, rest []string) (json.RawMessage, error) {
 		return json.RawMessage(rest[0]), nil
 	}
 	return json.RawMessage("{}"), nil
+}
+
+// packageErrorText is a host error reading PACKAGE, said so that the
+// user sees what PACKAGE must be: a path that does not exist is named as
+// a package that does not exist, not as a bare stat error.
+func packageErrorText(err error) string {
+	var pe *fs.PathError
+	if errors.Is(err, fs.ErrNotExist) && errors.As(err, &pe) {
+		return fmt.Sprintf("%s: no such package (nothing at that path): PACKAGE is a package directory (subako-package.json and module.wasm) or a .wasm module", pe.Path)
+	}
+	return err.Error()
 }

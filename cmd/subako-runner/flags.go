@@ -77,8 +77,23 @@ func (h *hostFlags) logger(w io.Writer) (*zap.Logger, error) {
 
 // registerTrace adds --trace (discover, call, check, mcp).
 func (h *hostFlags) registerTrace(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&h.trace, "trace", "", "write every line the host and the module exchange, timestamped, on stderr (or with =FILE to FILE)")
-	cmd.Flags().Lookup("trace").NoOptDefVal = "-"
+	cmd.Flags().Var((*traceValue)(&h.trace), "trace", "write every line the host and the module exchange, timestamped, on stderr (or with --trace=FILE to FILE)")
+	cmd.Flags().Lookup("trace").NoOptDefVal = "stderr"
+}
+
+// traceValue is --trace's destination: "-" for stderr (the flag alone,
+// --trace=stderr or --trace=-), else a file. Its empty Type and the
+// NoOptDefVal "stderr" make the help read `--trace[=stderr]`.
+type traceValue string
+
+func (v *traceValue) String() string { return string(*v) }
+func (v *traceValue) Type() string   { return "" }
+func (v *traceValue) Set(s string) error {
+	if s == "stderr" {
+		s = "-"
+	}
+	*v = traceValue(s)
+	return nil
 }
 
 // runtimeConfig builds the runtime configuration from the flags. path

@@ -42,7 +42,11 @@ func newInitCmd(a *app) *cobra.Command {
 				return status(fail(a.e, "init: %v", err))
 			}
 			w := a.e.stdout
-			fmt.Fprintf(w, "created %s, a %s package project:\n", dir, l.Title)
+			article := "a"
+			if strings.ContainsRune("AEIOU", rune(l.Title[0])) {
+				article = "an"
+			}
+			fmt.Fprintf(w, "created %s, %s %s package project:\n", dir, article, l.Title)
 			for _, p := range written {
 				fmt.Fprintf(w, "  %s\n", filepath.Join(dir, filepath.FromSlash(p)))
 			}

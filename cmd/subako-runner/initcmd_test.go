@@ -299,3 +299,14 @@ func TestRustMakefileFindsARustcWithTheWASITarget(t *testing.T) {
 		})
 	}
 }
+
+// init names the project with the right article: "an AssemblyScript
+// package project", "a Go package project" (issue 42).
+func TestInitSaysAnAssemblyScriptProject(t *testing.T) {
+	for lang, want := range map[string]string{"as": ", an AssemblyScript package project:", "go": ", a Go package project:", "c": ", a C package project:"} {
+		code, out, errOut := cli(t, "", "init", "--lang", lang, "--dir", filepath.Join(t.TempDir(), "p"), "hello")
+		if code != exitOK || !strings.Contains(out, want) {
+			t.Errorf("init --lang %s: exit %d, %q; want %q (%s)", lang, code, out, want, errOut)
+		}
+	}
+}
