@@ -8,12 +8,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 
 	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -370,6 +378,60 @@ func Example_openTelemetry() {
 	fmt.Println(names)
 	// Output:
 	// [agent turn subako.call subako.call.instantiate subako.call.run]
+}
+
+// newScrapedRuntime serves the runtime's metrics at /metrics on mux for
+// Prometheus to scrape, through OpenTelemetry's Prometheus exporter.
+func newScrapedRuntime(ctx context.Context, mux *http.ServeMux) (*runtime.Runtime, error) {
+	reg := prometheus.NewRegistry()
+	exporter, err := otelprom.New(otelprom.WithRegisterer(reg)) // a metric reader
+	if err != nil {
+		return nil, err
+	}
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter))
+	obs, err := otelobserver.New(otelobserver.Config{MeterProvider: mp})
+	if err != nil {
+		return nil, err
+	}
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	return runtime.New(ctx, runtime.Config{Observer: obs})
+}
+
+func Example_prometheus() {
+	ctx := context.Background()
+	dir, cleanup := greetPackage()
+	defer cleanup()
+	mux := http.NewServeMux()
+	rt, err := newScrapedRuntime(ctx, mux)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer rt.Close(ctx)
+	srv := httptest.NewServer(mux) // the backend's own server, on loopback here
+	defer srv.Close()
+	pkg, err := rt.Load(ctx, dir)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer pkg.Close(ctx)
+	res, err := pkg.Call(ctx, runtime.CallRequest{Tool: "greet", Arguments: []byte(`{"name":"Ada"}`)})
+	if err != nil {
+		log.Fatal(err)
+	}
+	res.Release()
+	resp, err := http.Get(srv.URL + "/metrics")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "subako_calls_total{") {
+			fmt.Println(strings.Contains(line, `subako_call_outcome="ok"`), strings.HasSuffix(line, " 1"))
+		}
+	}
+	// Output:
+	// true true
 }
 
 // callBefore is one call the backend stops waiting for at a deadline of

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"io"
 	"math"
 	"math/big"
@@ -34,6 +35,9 @@ type hostFlags struct {
 	quiet     bool
 	trace     string // "-" for stderr
 	otel      string // --otel: console, otlp, none; "" defers to OTEL_* variables
+	// metricsAddr is --metrics-addr (mcp, inspect): serve the metrics for
+	// Prometheus there.
+	metricsAddr string
 
 	// status is the status line runtimeConfig made (it draws nothing off
 	// a terminal), for a command that shows a step of its own (a call).
@@ -114,9 +118,24 @@ func (h *hostFlags) runtimeConfig(e *env, lim limits.Limits, path string) (runti
 	if err != nil {
 		return runtime.Config{}, nil, err
 	}
-	obs, shutdown, err := otelObserver(context.Background(), exporter, e.stderr, e.getenv)
+	var readers []sdkmetric.Reader
+	var metrics *metricsEndpoint
+	if h.metricsAddr != "" {
+		if metrics, err = startMetrics(h.metricsAddr, e.stderr); err != nil {
+			return runtime.Config{}, nil, err
+		}
+		readers = append(readers, metrics.reader)
+	}
+	obs, shutdown, err := otelObserver(context.Background(), exporter, e.stderr, e.getenv, readers...)
 	if err != nil {
+		if metrics != nil {
+			metrics.close()
+		}
 		return runtime.Config{}, nil, err
+	}
+	if metrics != nil {
+		flush := shutdown
+		shutdown = func() { metrics.close(); flush() }
 	}
 	if obs != nil {
 		cfg.Observer = obs

@@ -47,6 +47,7 @@ func newInspectCmd(a *app) *cobra.Command {
 		},
 	}
 	h.register(cmd, false)
+	h.registerMetrics(cmd)
 	c.register(cmd)
 	fs := cmd.Flags()
 	fs.StringVar(&f.listen, "listen", "127.0.0.1:0", "serve the page on `ADDR` (HOST:PORT, or PORT for 127.0.0.1:PORT; port 0 picks a free one)")

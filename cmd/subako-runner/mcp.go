@@ -75,6 +75,7 @@ func newMCPCmd(a *app) *cobra.Command {
 	h.logLevel = "info"
 	cmd.Flags().Lookup("log-level").DefValue = "info"
 	h.registerTrace(cmd)
+	h.registerMetrics(cmd)
 	c.register(cmd)
 	fs := cmd.Flags()
 	fs.StringVar(&m.http, "http", "", "serve Streamable HTTP on `ADDR` (HOST:PORT, or PORT for 127.0.0.1:PORT) at /mcp instead of stdio")
