@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"strings"
 	"testing"
 )
@@ -15,5 +16,18 @@ func TestMCPBuildNeedsWatch(t *testing.T) {
 	_, out, _ := cli(t, "", "mcp", "--help")
 	if !strings.Contains(out, "--build COMMAND") {
 		t.Errorf("mcp --help lacks --build COMMAND:\n%s", out)
+	}
+}
+
+// inspect --examples reads the file check --examples reads, and refuses
+// the same bad ones before serving anything.
+func TestInspectExamplesFlag(t *testing.T) {
+	bad := t.TempDir() + "/bad.json"
+	os.WriteFile(bad, []byte(`{"greet":{}}`), 0o644)
+	for file, want := range map[string]string{"/nonexistent/x.json": "--examples: open /nonexistent/x.json", bad: "--examples " + bad + ": "} {
+		code, _, errOut := cli(t, "", "inspect", "--examples", file, "../../testdata/packages/cgreet")
+		if code != exitUsage || !strings.Contains(errOut, want) {
+			t.Errorf("inspect --examples %s: exit %d, %q; want %q", file, code, errOut, want)
+		}
 	}
 }

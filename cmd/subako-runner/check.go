@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 
@@ -41,14 +43,8 @@ func newCheckCmd(a *app) *cobra.Command {
 			if strict {
 				opts.FailOn = conformance.Warn
 			}
-			if examplesFile != "" {
-				b, err := os.ReadFile(examplesFile)
-				if err != nil {
-					return usageErr(cmd, "--examples: %v", err)
-				}
-				if opts.Examples, err = conformance.ParseExamples(b); err != nil {
-					return usageErr(cmd, "--examples %s: %v", examplesFile, err)
-				}
+			if opts.Examples, err = readExamples(examplesFile); err != nil {
+				return usageErr(cmd, "%v", err)
 			}
 			if n.set() && examplesFile == "" {
 				return usageErr(cmd, "the network flags apply to the --examples calls only (the probes run without network); give --examples FILE")
@@ -98,6 +94,22 @@ func runCheck(ctx context.Context, e *env, h *hostFlags, lim limits.Limits, f co
 		return exitToolError
 	}
 	return exitOK
+}
+
+// readExamples reads an --examples file (check, inspect); "" is none.
+func readExamples(file string) (map[string][]json.RawMessage, error) {
+	if file == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("--examples: %v", err)
+	}
+	examples, err := conformance.ParseExamples(b)
+	if err != nil {
+		return nil, fmt.Errorf("--examples %s: %v", file, err)
+	}
+	return examples, nil
 }
 
 // isTerminal reports whether w is a terminal: only then does the human

@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"embed"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"net"
@@ -53,6 +54,11 @@ type Config struct {
 	History int
 	// Logger receives the server's logs; nil logs nothing.
 	Logger *zap.Logger
+	// Examples are the argument objects the Check tab calls each tool
+	// with, as `check --examples` (conformance.ParseExamples), under
+	// Request's network policy: a fetching tool is judged on a real
+	// answer.
+	Examples map[string][]json.RawMessage
 }
 
 // Server serves the inspect page and its API for one package.

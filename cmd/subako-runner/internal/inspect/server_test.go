@@ -481,3 +481,31 @@ func TestAssetsAreSelfContained(t *testing.T) {
 		}
 	}
 }
+
+// The Check tab calls the tools with the examples it was given (inspect
+// --examples), under the calls' network policy, as check --examples does.
+func TestCheckEndpointTakesExamples(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the whole conformance suite")
+	}
+	srv, err := New(context.Background(), Config{Runtime: newRuntime(t), Path: greetPackage(t),
+		Examples: map[string][]json.RawMessage{"greet": {json.RawMessage(`{"name":"Ada"}`)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	t.Cleanup(func() { hs.Close(); srv.Close(context.Background()) })
+	var rep struct {
+		Checks []struct{ ID, Status, Detail string }
+	}
+	do(t, hs, srv.Token(), "POST", "/api/check", nil, &rep)
+	for _, c := range rep.Checks {
+		if c.ID == "examples.greet/1" {
+			if c.Status != "pass" || !strings.Contains(c.Detail, "Ada") {
+				t.Errorf("the example's check: %+v", c)
+			}
+			return
+		}
+	}
+	t.Fatalf("no examples.greet/1 among %d checks", len(rep.Checks))
+}
