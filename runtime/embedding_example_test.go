@@ -489,31 +489,6 @@ func uploadInto(ctx context.Context, rt *runtime.Runtime, store runtime.DirLoade
 	return store.Save(key, pkg)
 }
 
-func Example_uploadInto() {
-	ctx := context.Background()
-	root, err := os.MkdirTemp("", "subako-upload-example-")
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer os.RemoveAll(root)
-	rt, err := runtime.New(ctx, runtime.Config{CompilationCacheDir: filepath.Join(root, "cache")})
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer rt.Close(ctx)
-	store := runtime.DirLoader{Artifacts: filepath.Join(root, "artifacts"), Packages: filepath.Join(root, "packages")}
-	if err := uploadInto(ctx, rt, store, "ada-greets", "../testdata/packages/cgreet"); err != nil {
-		log.Fatal(err)
-	}
-	fmt.Println(uploadInto(ctx, rt, store, "../elsewhere", "../testdata/packages/cgreet"))
-	if err := serve(ctx, rt, store, "ada-greets"); err != nil {
-		log.Fatal(err)
-	}
-	// Output:
-	// package key "../elsewhere": want one plain path element
-	// ok {"message":"Hello, Ada!"} 1 1
-}
-
 // serve calls one tool of the package the embedder stored under key,
 // through a set that keeps the open packages within a budget.
 func serve(ctx context.Context, rt *runtime.Runtime, store runtime.DirLoader, key string) error {
@@ -552,9 +527,11 @@ func Example_packageSet() {
 	if err := uploadInto(ctx, rt, store, "ada-greets", "../testdata/packages/cgreet"); err != nil {
 		log.Fatal(err)
 	}
+	fmt.Println(uploadInto(ctx, rt, store, "../elsewhere", "../testdata/packages/cgreet"))
 	if err := serve(ctx, rt, store, "ada-greets"); err != nil {
 		log.Fatal(err)
 	}
 	// Output:
+	// package key "../elsewhere": want one plain path element
 	// ok {"message":"Hello, Ada!"} 1 1
 }

@@ -1,7 +1,6 @@
 package mcpserve
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"os"
@@ -9,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -145,7 +143,13 @@ func TestWatchBuild(t *testing.T) {
 
 	builds := make(chan error, 8)
 	reloads := make(chan int, 8)
-	var out syncBuffer
+	outFile := filepath.Join(t.TempDir(), "build.out")
+	out, err := os.Create(outFile) // the build's writes and the test's reads, without a shared buffer
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { out.Close() })
+	output := func() string { b, _ := os.ReadFile(outFile); return string(b) }
 	ctx, cancel := context.WithCancel(context.Background())
 	watched := make(chan error, 1)
 	go func() {
@@ -156,7 +160,7 @@ func TestWatchBuild(t *testing.T) {
 			Reloaded:    func(n int, err error) { reloads <- n },
 			Build:       "base64 -d src/module.b64 > package/module.wasm.new && mv package/module.wasm.new package/module.wasm && echo built > src/build.log",
 			BuildDir:    project,
-			BuildOutput: &out,
+			BuildOutput: out,
 			Built:       func(err error) { builds <- err },
 		})
 	}()
@@ -175,8 +179,8 @@ func TestWatchBuild(t *testing.T) {
 	if err := <-builds; err == nil {
 		t.Fatal("a build that fails reported no error")
 	}
-	if !strings.Contains(out.String(), "build failed") || !strings.Contains(out.String(), "sources changed: running base64 -d") {
-		t.Errorf("the build output does not say what ran and that it failed:\n%s", out.String())
+	if !strings.Contains(output(), "build failed") || !strings.Contains(output(), "sources changed: running base64 -d") {
+		t.Errorf("the build output does not say what ran and that it failed:\n%s", output())
 	}
 	if names := toolNames(t, cs); !slices.Equal(names, []string{"greet"}) {
 		t.Errorf("tools %v after a failed build; the old package must stay", names)
@@ -184,7 +188,7 @@ func TestWatchBuild(t *testing.T) {
 
 	replaceFile(t, source, []byte(base64.StdEncoding.EncodeToString(cgreet)))
 	if err := <-builds; err != nil {
-		t.Fatalf("the build failed: %v\n%s", err, out.String())
+		t.Fatalf("the build failed: %v\n%s", err, output())
 	}
 	if n := <-reloads; n <= 1 {
 		t.Fatalf("reloaded with %d tools; want cgreet's", n)
@@ -198,23 +202,4 @@ func TestWatchBuild(t *testing.T) {
 		t.Errorf("a second build (%v) for what the build itself wrote", err)
 	case <-time.After(200 * time.Millisecond):
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the build's writes and the
-// test's reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
