@@ -38,7 +38,7 @@ func newCallCmd(a *app) *cobra.Command {
 		Use:   "call [flags] PACKAGE TOOL [ARGS_JSON]",
 		Short: "validate, discover, then call one tool and print the model view",
 		Long: "Check and discover PACKAGE, then call TOOL once with ARGS_JSON (default {}) in a fresh\ninstance, and print the view the model reads.\n\n" +
-			exitHelp(exitOK, exitToolError, exitUsage, exitCrashed, exitRejected, exitInterrupted),
+			exitStatusList(exitOK, exitToolError, exitUsage, exitCrashed, exitRejected, exitInterrupted),
 		Example: `  subako-runner call ./package greet '{"name": "Ada"}'
   subako-runner call --json ./package greet '{"name": "Ada"}'      # one JSON document: outcome, view, stats
   echo '{"name": "Ada"}' | subako-runner call --args-file - ./package greet
@@ -267,9 +267,9 @@ func parseDirFlag(v string) (host, guest string, relative bool, err error) {
 	return abs, guest, relative, nil
 }
 
-// exitHelp is the "Exit status" paragraph of a command's help: the rows
+// exitStatusList is the "Exit status" paragraph of a command's help: the rows
 // of exitStatuses (exit.go, the one table) for the codes it can exit with.
-func exitHelp(codes ...int) string {
+func exitStatusList(codes ...int) string {
 	var b strings.Builder
 	b.WriteString("Exit status:")
 	for _, row := range exitStatuses() {
