@@ -52,6 +52,8 @@ SLOW_TESTS := ./runtime ./cmd/subako-runner ./internal/fuel ./wasi
 test: fmt-check vet mcp-clients
 	@command -v chromium >/dev/null 2>&1 || command -v "$$SUBAKO_CHROMIUM" >/dev/null 2>&1 || \
 	  echo '*** chromium is not installed: the browser tests of inspect are SKIPPED (apt-get install chromium; .ci/run installs it, and in CI they fail without it) ***' >&2
+	@test -x "$${SUBAKO_ASC:-/tmp/subako-asc-0.28.20/node_modules/.bin/asc}" || \
+	  echo '*** no AssemblyScript compiler at $${SUBAKO_ASC:-/tmp/subako-asc-0.28.20/node_modules/.bin/asc}: the build of the AssemblyScript template (init --lang as) is SKIPPED (npm install --prefix /tmp/subako-asc-0.28.20 assemblyscript@0.28.20, or set SUBAKO_ASC; in CI it fails without it) ***' >&2
 	SUBAKO_TEST_COMPILATION_CACHE=$(TEST_CACHE) $(GO) test -vet=off -timeout 15m $(SLOW_TESTS) ./...
 	SUBAKO_TEST_COMPILATION_CACHE=$(TEST_CACHE) $(GO) test -vet=off -race -short -run '^(Test|Fuzz)' -timeout 15m $(SLOW_TESTS) ./...
 

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -157,7 +156,7 @@ func (c *childDownload) run(ctx context.Context, w io.Writer) error {
 	host := strings.TrimSuffix(strings.TrimPrefix(c.url, "http://"), "/")
 	policy, err := subakohttp.NewPolicy(subakohttp.PolicyConfig{
 		Allow:        []string{host},
-		AllowPrivate: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")},
+		AllowPrivate: []string{"127.0.0.1/32"},
 	})
 	if err != nil {
 		return err

@@ -65,13 +65,57 @@ func (p *Profile) String() string {
 
 // Report is the result of Run.
 type Report struct {
-	// Passed is true when no check failed (warnings allowed).
+	// Passed is true when no check has a status at or above FailOn: by
+	// default no check failed (warnings allowed).
 	Passed bool `json:"passed"`
+	// FailOn is the least status that failed the run: Fail, or Warn
+	// (Options.FailOn, the CLI's --strict).
+	FailOn Status `json:"failOn"`
 	// Package is the path that was checked.
 	Package string  `json:"package,omitempty"`
 	Checks  []Check `json:"checks"`
 	// Duration is the whole run.
 	Duration time.Duration `json:"-"`
+}
+
+// checkFailOn returns the fail-on level s names: Fail (also for empty,
+// the default) or Warn.
+func checkFailOn(s Status) (Status, error) {
+	switch s {
+	case "", Fail:
+		return Fail, nil
+	case Warn:
+		return Warn, nil
+	}
+	return "", fmt.Errorf("unknown fail-on level %q: use fail or warn", string(s))
+}
+
+// fails says whether a check of status st fails a run at level failOn.
+func fails(st, failOn Status) bool {
+	return st == Fail || (failOn == Warn && st == Warn)
+}
+
+// passes says whether no check fails the run at r's level.
+func (r *Report) passes() bool {
+	for _, c := range r.Checks {
+		if fails(c.Status, r.FailOn) {
+			return false
+		}
+	}
+	return true
+}
+
+// examplesNotPassed counts the example calls (--examples) that did not
+// pass: a failure, or a warning (an isError answer: a refused request, a
+// missing allowlist entry).
+func (r *Report) examplesNotPassed() int {
+	n := 0
+	for _, c := range r.Checks {
+		if strings.HasPrefix(c.ID, "examples.") && (c.Status == Warn || c.Status == Fail) {
+			n++
+		}
+	}
+	return n
 }
 
 // Get returns the check with that id.
@@ -182,6 +226,12 @@ func (r *Report) WriteHuman(w io.Writer, color bool) error {
 	}
 	fmt.Fprintf(&b, "\n%s: %d passed, %d warnings, %d failed, %d skipped (%d checks in %v)\n",
 		verdict, r.Count(Pass), r.Count(Warn), r.Count(Fail), r.Count(Skip), len(r.Checks), r.Duration.Round(time.Millisecond))
+	switch n := r.examplesNotPassed(); {
+	case r.FailOn == Warn && r.Count(Warn) > 0:
+		fmt.Fprintf(&b, "strict: the %d warning(s) fail the run\n", r.Count(Warn))
+	case r.FailOn != Warn && n > 0 && r.Passed:
+		fmt.Fprintf(&b, "%d example call(s) did not pass, yet the run passes (warnings do not fail it): for CI to catch it, run check --strict (exit 1 on any warning)\n", n)
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -199,13 +249,14 @@ type junitSuites struct {
 }
 
 type junitSuite struct {
-	Name     string      `xml:"name,attr"`
-	Tests    int         `xml:"tests,attr"`
-	Failures int         `xml:"failures,attr"`
-	Errors   int         `xml:"errors,attr"`
-	Skipped  int         `xml:"skipped,attr"`
-	Time     string      `xml:"time,attr"`
-	Cases    []junitCase `xml:"testcase"`
+	Name       string      `xml:"name,attr"`
+	Tests      int         `xml:"tests,attr"`
+	Failures   int         `xml:"failures,attr"`
+	Errors     int         `xml:"errors,attr"`
+	Skipped    int         `xml:"skipped,attr"`
+	Time       string      `xml:"time,attr"`
+	Properties *junitProps `xml:"properties,omitempty"`
+	Cases      []junitCase `xml:"testcase"`
 }
 
 type junitCase struct {
@@ -236,14 +287,25 @@ type junitMessage struct {
 // WriteJUnit writes JUnit XML: one testsuite named for the package, one
 // testcase per check named by its id. A failure is a <failure>, a skip a
 // <skipped>; a warning passes (CI should not go red for it) but carries a
-// property status=warn and its detail in <system-out> prefixed "WARNING:".
+// property status=warn and its detail in <system-out> prefixed "WARNING:",
+// unless the report fails on warnings (FailOn Warn): then it is a
+// <failure> of type "warn". The suite's property fail-on says which.
 func (r *Report) WriteJUnit(w io.Writer) error {
 	name := r.Package
 	if name == "" {
 		name = "package"
 	}
 	secs := func(d float64) string { return fmt.Sprintf("%.3f", d/1000) }
-	suite := junitSuite{Name: name, Tests: len(r.Checks), Failures: r.Count(Fail), Skipped: r.Count(Skip), Time: secs(float64(r.Duration.Milliseconds()))}
+	failOn := r.FailOn
+	if failOn == "" {
+		failOn = Fail
+	}
+	failures := r.Count(Fail)
+	if failOn == Warn {
+		failures += r.Count(Warn)
+	}
+	suite := junitSuite{Name: name, Tests: len(r.Checks), Failures: failures, Skipped: r.Count(Skip), Time: secs(float64(r.Duration.Milliseconds())),
+		Properties: &junitProps{Props: []junitProp{{"fail-on", string(failOn)}}}}
 	for _, c := range r.Checks {
 		tc := junitCase{Name: c.ID, Classname: "subako.check", Time: "0.000",
 			Properties: &junitProps{Props: []junitProp{{"status", string(c.Status)}, {"title", c.Title}}}}
@@ -259,6 +321,10 @@ func (r *Report) WriteJUnit(w io.Writer) error {
 		case Skip:
 			tc.Skipped = &junitMessage{Message: c.Detail}
 		case Warn:
+			if failOn == Warn {
+				tc.Failure = &junitMessage{Message: c.Title, Type: "warn", Text: c.Detail}
+				break
+			}
 			tc.SystemOut = "WARNING: " + c.Detail
 		default:
 			tc.SystemOut = c.Detail

@@ -85,3 +85,54 @@ func TestParseFormatAndExamples(t *testing.T) {
 		}
 	}
 }
+
+// A report at fail-on warn fails on a warning: Passed, the JUnit
+// <failure> of type warn with the suite's fail-on property, and the human
+// summary says why; at the default level an example that did not pass
+// gets the line that tells how to make CI catch it.
+func TestFailOnWarn(t *testing.T) {
+	checks := []Check{
+		{ID: "upload.checks", Item: 1, Title: "[1] upload", Status: Pass, Detail: "ok"},
+		{ID: "examples.fetch/1", Item: 6, Title: "example 1 of fetch", Status: Warn, Detail: "host_not_allowed"},
+	}
+	for _, tt := range []struct {
+		failOn     Status
+		passed     bool
+		human, not string
+		junit      []string
+	}{
+		{Fail, true, "1 example call(s) did not pass, yet the run passes (warnings do not fail it): for CI to catch it, run check --strict",
+			"strict:", []string{`failures="0"`, `<property name="fail-on" value="fail">`, "WARNING: host_not_allowed"}},
+		{Warn, false, "strict: the 1 warning(s) fail the run", "for CI to catch it",
+			[]string{`failures="1"`, `<property name="fail-on" value="warn">`, `<failure message="example 1 of fetch" type="warn">host_not_allowed</failure>`}},
+	} {
+		rep := &Report{Package: "pkg", FailOn: tt.failOn, Checks: checks}
+		rep.Passed = rep.passes()
+		if rep.Passed != tt.passed {
+			t.Errorf("fail-on %s: passed %v, want %v", tt.failOn, rep.Passed, tt.passed)
+		}
+		var human, junit, js bytes.Buffer
+		rep.WriteHuman(&human, false)
+		rep.WriteJUnit(&junit)
+		rep.WriteJSON(&js)
+		if !strings.Contains(human.String(), tt.human) || strings.Contains(human.String(), tt.not) {
+			t.Errorf("fail-on %s: human report lacks %q or has %q:\n%s", tt.failOn, tt.human, tt.not, human.String())
+		}
+		for _, want := range tt.junit {
+			if !strings.Contains(junit.String(), want) {
+				t.Errorf("fail-on %s: JUnit lacks %q:\n%s", tt.failOn, want, junit.String())
+			}
+		}
+		if want := `"failOn": "` + string(tt.failOn) + `"`; !strings.Contains(js.String(), want) {
+			t.Errorf("JSON lacks %s:\n%s", want, js.String())
+		}
+	}
+	for _, s := range []string{"", "fail", "warn"} {
+		if _, err := checkFailOn(Status(s)); err != nil {
+			t.Errorf("fail-on %q: %v", s, err)
+		}
+	}
+	if _, err := checkFailOn(Skip); err == nil || !strings.Contains(err.Error(), "use fail or warn") {
+		t.Errorf("fail-on skip: %v; want a clear error", err)
+	}
+}

@@ -29,6 +29,11 @@ type Options struct {
 	// Concurrency bounds how many module instances run at once; 0 means
 	// GOMAXPROCS (at least 2).
 	Concurrency int
+	// FailOn is the least status that fails the run (Report.Passed
+	// false): Fail (the default, also when empty) or Warn, so that CI
+	// catches warnings and example calls that answered isError (the CLI's
+	// --strict).
+	FailOn Status
 
 	// nearLimits overrides, per check id, the share of its limit above
 	// which the check warns (nearLimit otherwise). Only tests set it
@@ -77,17 +82,19 @@ const unknownToolName = "subako_check_no_such_tool"
 // path is unreadable, a probe could not be started).
 func Run(ctx context.Context, rt *srt.Runtime, path string, opts Options) (*Report, error) {
 	started := time.Now()
+	failOn, err := checkFailOn(opts.FailOn)
+	if err != nil {
+		return nil, err
+	}
 	r := &run{rt: rt, lim: rt.Limits(), path: path, opts: opts}
 	if err := r.all(ctx); err != nil {
 		return nil, err
 	}
-	rep := &Report{Package: path, Passed: true, Duration: time.Since(started)}
+	rep := &Report{Package: path, FailOn: failOn, Duration: time.Since(started)}
 	for _, c := range r.order {
-		if c.Status == Fail {
-			rep.Passed = false
-		}
 		rep.Checks = append(rep.Checks, *c)
 	}
+	rep.Passed = rep.passes()
 	return rep, nil
 }
 

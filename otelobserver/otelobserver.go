@@ -41,11 +41,18 @@ type Observer struct {
 	uploads      metric.Int64Counter
 	running      metric.Int64UpDownCounter
 
+	set setInstruments
+
 	plain    map[runtime.Outcome]*outcomeOptions // every outcome without a crash reason, made in New
 	outcomes sync.Map                            // "outcome/crash" -> *outcomeOptions
 }
 
-var _ runtime.Observer = (*Observer)(nil)
+var (
+	_ runtime.Observer                  = (*Observer)(nil)
+	_ runtime.InstanceObserver          = (*Observer)(nil)
+	_ runtime.PackageSetObserver        = (*Observer)(nil)
+	_ runtime.PackageSetAcquireObserver = (*Observer)(nil)
+)
 
 // Bucket boundaries: a call is a fraction of a millisecond (C) to a
 // minute (the default limit); fuel from a few thousand instructions to the
@@ -103,6 +110,9 @@ func New(cfg Config) (*Observer, error) {
 	}
 	if o.running, err = m.Int64UpDownCounter("subako.instances.running", metric.WithUnit("{instance}"),
 		metric.WithDescription("Module instances running now (calls, discoveries, probes, commands).")); err != nil {
+		return nil, fmt.Errorf("otelobserver: %w", err)
+	}
+	if o.set, err = newSetInstruments(m); err != nil {
 		return nil, fmt.Errorf("otelobserver: %w", err)
 	}
 	return o, nil
@@ -179,12 +189,22 @@ func (o *Observer) Call(ctx context.Context, e runtime.CallEvent) {
 		o.memory.Record(ctx, s.MemoryBytes)
 	}
 
-	ctx, span := o.tracer.Start(ctx, "subako.call", trace.WithTimestamp(start))
+	// Through PackageSet.Call, the span begins when the set's Call did:
+	// the wait for the package (an open, on a miss) is part of the call.
+	acq, viaSet := runtime.AcquireFromContext(ctx)
+	spanStart := start
+	if viaSet && acq.Start.Before(start) {
+		spanStart = acq.Start
+	}
+	ctx, span := o.tracer.Start(ctx, "subako.call", trace.WithTimestamp(spanStart))
 	if !span.IsRecording() { // no SDK, or not sampled: nothing more to build
 		span.End()
 		return
 	}
 	span.SetAttributes(keyPackage.String(e.Package), keyTool.String(e.Tool), keyOutcome.String(string(e.Outcome)))
+	if viaSet {
+		o.acquireSpan(ctx, span, acq)
+	}
 	if e.ModuleSHA256 != "" {
 		span.SetAttributes(keySHA256.String(e.ModuleSHA256))
 	}

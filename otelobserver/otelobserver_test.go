@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -222,8 +221,8 @@ func TestHTTPRequestSpans(t *testing.T) {
 	port := srv.Listener.Addr().(*net.TCPAddr).Port
 	policy, err := subakohttp.NewPolicy(subakohttp.PolicyConfig{
 		Allow:        []string{fmt.Sprintf("api.test:%d", port)},
-		Resolve:      map[string][]netip.Addr{fmt.Sprintf("api.test:%d", port): {netip.MustParseAddr("127.0.0.1")}},
-		AllowPrivate: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")},
+		Resolve:      map[string][]string{fmt.Sprintf("api.test:%d", port): {"127.0.0.1"}},
+		AllowPrivate: []string{"127.0.0.1/32"},
 	})
 	if err != nil {
 		t.Fatal(err)

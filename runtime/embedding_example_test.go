@@ -8,12 +8,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 
 	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -372,6 +380,60 @@ func Example_openTelemetry() {
 	// [agent turn subako.call subako.call.instantiate subako.call.run]
 }
 
+// newScrapedRuntime serves the runtime's metrics at /metrics on mux for
+// Prometheus to scrape, through OpenTelemetry's Prometheus exporter.
+func newScrapedRuntime(ctx context.Context, mux *http.ServeMux) (*runtime.Runtime, error) {
+	reg := prometheus.NewRegistry()
+	exporter, err := otelprom.New(otelprom.WithRegisterer(reg)) // a metric reader
+	if err != nil {
+		return nil, err
+	}
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter))
+	obs, err := otelobserver.New(otelobserver.Config{MeterProvider: mp})
+	if err != nil {
+		return nil, err
+	}
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	return runtime.New(ctx, runtime.Config{Observer: obs})
+}
+
+func Example_prometheus() {
+	ctx := context.Background()
+	dir, cleanup := greetPackage()
+	defer cleanup()
+	mux := http.NewServeMux()
+	rt, err := newScrapedRuntime(ctx, mux)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer rt.Close(ctx)
+	srv := httptest.NewServer(mux) // the backend's own server, on loopback here
+	defer srv.Close()
+	pkg, err := rt.Load(ctx, dir)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer pkg.Close(ctx)
+	res, err := pkg.Call(ctx, runtime.CallRequest{Tool: "greet", Arguments: []byte(`{"name":"Ada"}`)})
+	if err != nil {
+		log.Fatal(err)
+	}
+	res.Release()
+	resp, err := http.Get(srv.URL + "/metrics")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "subako_calls_total{") {
+			fmt.Println(strings.Contains(line, `subako_call_outcome="ok"`), strings.HasSuffix(line, " 1"))
+		}
+	}
+	// Output:
+	// true true
+}
+
 // callBefore is one call the backend stops waiting for at a deadline of
 // its own (the agent's turn ends, the user went away). That deadline is
 // the caller's, not the call's time limit: the call ends with ctx's
@@ -405,6 +467,26 @@ func Example_callBefore() {
 	// Output:
 	// gave up: nothing for the model, nothing against the package
 	// true true
+}
+
+// uploadInto is the upload into a DirLoader store: the package directory
+// copied to Packages/<key>, loaded (every check, discovery), and its
+// artifact saved to Artifacts/<key>, where a PackageSet finds both.
+func uploadInto(ctx context.Context, rt *runtime.Runtime, store runtime.DirLoader, key, src string) error {
+	dir, err := store.PackageDir(key) // refuses a key that is not one plain path element
+	if err != nil {
+		return err
+	}
+	if err := os.CopyFS(dir, os.DirFS(src)); err != nil { // refuses to overwrite: a new version, a new key
+		return err
+	}
+	pkg, err := rt.Load(ctx, dir)
+	if err != nil {
+		os.RemoveAll(dir) // rejected: nothing stays in the store
+		return err
+	}
+	defer pkg.Close(ctx)
+	return store.Save(key, pkg)
 }
 
 // serve calls one tool of the package the embedder stored under key,
@@ -442,30 +524,14 @@ func Example_packageSet() {
 	defer rt.Close(ctx)
 	// The upload, once: the package under its key, its artifact beside.
 	store := runtime.DirLoader{Artifacts: filepath.Join(root, "artifacts"), Packages: filepath.Join(root, "packages")}
-	dir := filepath.Join(store.Packages, "ada-greets")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := uploadInto(ctx, rt, store, "ada-greets", "../testdata/packages/cgreet"); err != nil {
 		log.Fatal(err)
 	}
-	for _, name := range []string{runtime.ModuleFile, runtime.ManifestFile} {
-		b, err := os.ReadFile(filepath.Join("../testdata/packages/cgreet", name))
-		if err == nil {
-			err = os.WriteFile(filepath.Join(dir, name), b, 0o644)
-		}
-		if err != nil {
-			log.Fatal(err)
-		}
-	}
-	pkg, err := rt.Load(ctx, dir)
-	if err != nil {
-		log.Fatal(err)
-	}
-	if err := store.Save("ada-greets", pkg); err != nil {
-		log.Fatal(err)
-	}
-	pkg.Close(ctx)
+	fmt.Println(uploadInto(ctx, rt, store, "../elsewhere", "../testdata/packages/cgreet"))
 	if err := serve(ctx, rt, store, "ada-greets"); err != nil {
 		log.Fatal(err)
 	}
 	// Output:
+	// package key "../elsewhere": want one plain path element
 	// ok {"message":"Hello, Ada!"} 1 1
 }

@@ -173,6 +173,8 @@ type PackageSet struct {
 	ctx    context.Context // ends when Close begins: loads stop
 	cancel context.CancelFunc
 	obs    PackageSetObserver
+	// acquireObs is the observer when it wants every acquire.
+	acquireObs PackageSetAcquireObserver
 
 	mu      sync.Mutex
 	entries map[string]*setEntry
@@ -214,6 +216,9 @@ type setEntry struct {
 	// so that the collection the open sets off does not run beside the
 	// package's first call; under the set's mu.
 	churn int64
+	// openStart and openTook time the open; set before done is closed.
+	openStart time.Time
+	openTook  time.Duration
 }
 
 // PackageSetStats are a set's counters since NewPackageSet.
@@ -269,6 +274,10 @@ type PackageSetEvent struct {
 	Bytes int64
 	// Err is why the open failed.
 	Err error
+	// Resident and ResidentBytes are the set's (PackageSetStats) just
+	// after the event: a gauge of what is open.
+	Resident      int
+	ResidentBytes int64
 }
 
 // NewPackageSet makes a set of packages opened through rt.
@@ -283,6 +292,7 @@ func NewPackageSet(rt *Runtime, cfg PackageSetConfig) (*PackageSet, error) {
 	s.cond = sync.NewCond(&s.mu)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.obs, _ = rt.observer.(PackageSetObserver)
+	s.acquireObs, _ = rt.observer.(PackageSetAcquireObserver)
 	if s.cfg.CollectAfter == 0 {
 		s.cfg.CollectAfter = 64 << 20
 		if cfg.MaxBytes > 0 {
@@ -302,6 +312,7 @@ func NewPackageSet(rt *Runtime, cfg PackageSetConfig) (*PackageSet, error) {
 // it before.
 func (s *PackageSet) Call(ctx context.Context, key string, req CallRequest) (*Result, error) {
 	started := time.Now()
+	ctx, _ = withAcquire(ctx, key) // for the Observer's Call: the wait before it
 	p, release, err := s.Acquire(ctx, key)
 	if err != nil {
 		e := CallEvent{Package: key, Tool: req.Tool, Start: started}
@@ -328,10 +339,8 @@ func setErrorOutcome(ctx context.Context, err error) (Outcome, string) {
 	}
 }
 
-// Acquire returns the package of key, opened if needed, for the caller to
-// use (its tools, Call, Probe) until it calls release, exactly once. The
-// set does not close it before then; the caller must not Close it.
-func (s *PackageSet) Acquire(ctx context.Context, key string) (*Package, func(), error) {
+// acquire is Acquire; it tells note how it went.
+func (s *PackageSet) acquire(ctx context.Context, key string, note *acquireNote) (*Package, func(), error) {
 	if err := canceled(ctx, "package "+key); err != nil {
 		return nil, nil, err
 	}
@@ -344,7 +353,9 @@ func (s *PackageSet) Acquire(ctx context.Context, key string) (*Package, func(),
 	// The reference is taken now, before any wait: an entry someone waits
 	// for is never evicted between its open and the waiter's turn.
 	e = s.ref(e, key, ok)
+	note.e = e
 	if e.pkg != nil {
+		note.hit = true
 		s.stats.Hits++
 		s.lru.MoveToFront(e.elem)
 		s.stats.InUse++
@@ -353,6 +364,7 @@ func (s *PackageSet) Acquire(ctx context.Context, key string) (*Package, func(),
 	}
 	s.stats.Misses++
 	if !ok {
+		note.opener = true
 		s.busy.Add(1)
 		go s.open(ctx, e)
 	}
@@ -395,6 +407,7 @@ func (s *PackageSet) Lookup(key string) (*Package, func(), bool) {
 	s.stats.InUse++
 	s.lru.MoveToFront(e.elem)
 	s.mu.Unlock()
+	s.noteAcquire(context.Background(), key, time.Now(), acquireNote{hit: true, e: e}, nil)
 	return e.pkg, s.releaser(e), true
 }
 
@@ -454,6 +467,7 @@ func (s *PackageSet) open(callerCtx context.Context, e *setEntry) {
 	took := time.Since(started)
 	s.mu.Lock()
 	s.stats.OpenTime += took
+	e.openStart, e.openTook = started, took
 	var closing []*setEntry
 	switch {
 	case err == nil && s.closed:
@@ -690,6 +704,8 @@ func (s *PackageSet) noteChurn(bytes int64) {
 
 func (s *PackageSet) observe(ctx context.Context, e PackageSetEvent) {
 	if s.obs != nil {
+		st := s.Stats()
+		e.Resident, e.ResidentBytes = st.Resident, st.ResidentBytes
 		s.obs.PackageSet(ctx, e)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -125,8 +124,8 @@ func TestHTTPDownloadIntoTmpIsLookedAt(t *testing.T) {
 	host := fmt.Sprintf("api.test:%d", srv.Listener.Addr().(*net.TCPAddr).Port)
 	policy, err := subakohttp.NewPolicy(subakohttp.PolicyConfig{
 		Allow:        []string{host},
-		Resolve:      map[string][]netip.Addr{host: {netip.MustParseAddr("127.0.0.1")}},
-		AllowPrivate: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")},
+		Resolve:      map[string][]string{host: {"127.0.0.1"}},
+		AllowPrivate: []string{"127.0.0.1/32"},
 	})
 	if err != nil {
 		t.Fatal(err)

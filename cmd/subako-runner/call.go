@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -37,8 +38,14 @@ func newCallCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "call [flags] PACKAGE TOOL [ARGS_JSON]",
 		Short: "validate, discover, then call one tool and print the model view",
-		Long:  "Check and discover PACKAGE, then call TOOL once with ARGS_JSON (default {}) in a fresh\ninstance, and print the view the model reads.",
-		Args:  positionals([]string{"PACKAGE", "TOOL", "ARGS_JSON"}, 2, 3),
+		Long: "Check and discover PACKAGE, then call TOOL once with ARGS_JSON (default {}) in a fresh\ninstance, and print the view the model reads.\n\n" +
+			exitStatusList(exitOK, exitToolError, exitUsage, exitCrashed, exitRejected, exitInterrupted),
+		Example: `  subako-runner call ./package greet '{"name": "Ada"}'
+  subako-runner call --json ./package greet '{"name": "Ada"}'      # one JSON document: outcome, view, stats
+  echo '{"name": "Ada"}' | subako-runner call --args-file - ./package greet
+  subako-runner call --allow-host api.example.com ./package fetch '{"url": "https://api.example.com/"}'
+  subako-runner call --trace ./package greet '{}'                  # the conversation with the instance, on stderr`,
+		Args: positionals([]string{"PACKAGE", "TOOL", "ARGS_JSON"}, 2, 3),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			arguments, err := readArgs(a.ctx, a.e, argsFile, args[2:])
 			if code, ok := interrupted(a.ctx, a.e, err); ok {
@@ -263,4 +270,17 @@ func parseDirFlag(v string) (host, guest string, relative bool, err error) {
 		return "", "", false, fmt.Errorf("--dir %q: %s is not a directory", v, host)
 	}
 	return abs, guest, relative, nil
+}
+
+// exitStatusList is the "Exit status" paragraph of a command's help: the rows
+// of exitStatuses (exit.go, the one table) for the codes it can exit with.
+func exitStatusList(codes ...int) string {
+	var b strings.Builder
+	b.WriteString("Exit status:")
+	for _, row := range exitStatuses() {
+		if slices.Contains(codes, row.code) {
+			fmt.Fprintf(&b, "\n  %-4d %s", row.code, strings.ReplaceAll(row.summary, "`", ""))
+		}
+	}
+	return b.String()
 }

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 
@@ -18,12 +20,14 @@ func newCheckCmd(a *app) *cobra.Command {
 	var l limitFlags
 	var n networkFlags
 	var format, examplesFile string
+	var strict bool
 	cmd := &cobra.Command{
 		Use:   "check [flags] PACKAGE",
 		Short: "run the conformance suite on a package and report every checklist item",
 		Long: "Run the conformance suite on PACKAGE: the upload checks, discovery and a set of probes,\n" +
 			"each checklist item of ABI 1 reported as pass, warning, failure or skipped.\n" +
-			"Exit status: 0 when no check failed (warnings allowed), 1 when a check failed, 2 on a usage or host error.",
+			"Exit status: 0 when no check failed (warnings allowed), 1 when a check failed (with --strict: or warned,\n" +
+			"an example call that answered isError included), 2 on a usage or host error.",
 		Args: positionals([]string{"PACKAGE"}, 1, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f, err := conformance.ParseFormat(format)
@@ -37,14 +41,11 @@ func newCheckCmd(a *app) *cobra.Command {
 				f = conformance.FormatJSON
 			}
 			var opts conformance.Options
-			if examplesFile != "" {
-				b, err := regfile.ReadFile(examplesFile, maxArgs)
-				if err != nil {
-					return usageErr(cmd, "--examples: %v", err)
-				}
-				if opts.Examples, err = conformance.ParseExamples(b); err != nil {
-					return usageErr(cmd, "--examples %s: %v", examplesFile, err)
-				}
+			if strict {
+				opts.FailOn = conformance.Warn
+			}
+			if opts.Examples, err = readExamples(examplesFile); err != nil {
+				return usageErr(cmd, "%v", err)
 			}
 			if n.set() && examplesFile == "" {
 				return usageErr(cmd, "the network flags apply to the --examples calls only (the probes run without network); give --examples FILE")
@@ -64,6 +65,7 @@ func newCheckCmd(a *app) *cobra.Command {
 	l.register(cmd)
 	cmd.Flags().StringVar(&format, "format", "human", "report `FORMAT`: human, json or junit (--json is --format json)")
 	cmd.Flags().StringVar(&examplesFile, "examples", "", "JSON `FILE` mapping tool names to arrays of argument objects to call and report")
+	cmd.Flags().BoolVar(&strict, "strict", false, "fail the run (exit 1) on warnings too, example calls that answered isError included: for CI")
 	n.register(cmd)
 	for _, name := range []string{"allow-host", "credential", "resolve", "allow-private"} {
 		f := cmd.Flags().Lookup(name)
@@ -93,6 +95,22 @@ func runCheck(ctx context.Context, e *env, h *hostFlags, lim limits.Limits, f co
 		return exitToolError
 	}
 	return exitOK
+}
+
+// readExamples reads an --examples file (check, inspect); "" is none.
+func readExamples(file string) (map[string][]json.RawMessage, error) {
+	if file == "" {
+		return nil, nil
+	}
+	b, err := regfile.ReadFile(file, maxArgs)
+	if err != nil {
+		return nil, fmt.Errorf("--examples: %v", err)
+	}
+	examples, err := conformance.ParseExamples(b)
+	if err != nil {
+		return nil, fmt.Errorf("--examples %s: %v", file, err)
+	}
+	return examples, nil
 }
 
 // isTerminal reports whether w is a terminal: only then does the human

@@ -17,6 +17,8 @@ func TestCheckExitStatusesAndFormats(t *testing.T) {
 	const rust, c = "../../testdata/packages/rustgreet", "../../testdata/packages/cgreet"
 	examples := filepath.Join(t.TempDir(), "examples.json")
 	os.WriteFile(examples, []byte(`{"greet":[{"name":"Ada"}]}`), 0o644)
+	refused := filepath.Join(t.TempDir(), "refused.json") // greet answers isError: a warning
+	os.WriteFile(refused, []byte(`{"greet":[{"name":5}]}`), 0o644)
 	badExamples := filepath.Join(t.TempDir(), "bad.json")
 	os.WriteFile(badExamples, []byte(`{"greet":{}}`), 0o644)
 	tests := []struct {
@@ -33,6 +35,12 @@ func TestCheckExitStatusesAndFormats(t *testing.T) {
 		{"--format json", []string{"check", "--format", "json", rust}, exitOK, `"id": "protocol.eof_exit"`},
 		{"--format junit", []string{"check", "--format", "junit", c}, exitToolError, `<testcase name="tools.call_empty_args/trap"`},
 		{"examples", []string{"check", "--json", "--examples", examples, rust}, exitOK, `"id": "examples.greet/1"`},
+		{"an example that warns says how CI catches it", []string{"check", "--examples", refused, rust}, exitOK, "1 example call(s) did not pass, yet the run passes (warnings do not fail it): for CI to catch it, run check --strict"},
+		{"--strict fails on the example", []string{"check", "--strict", "--examples", refused, rust}, exitToolError, "strict: the 2 warning(s) fail the run"},
+		{"--strict fails on warnings", []string{"check", "--strict", rust}, exitToolError, "strict: the 1 warning(s) fail the run"},
+		{"--strict in JSON", []string{"check", "--json", "--strict", rust}, exitToolError, `"failOn": "warn"`},
+		{"--strict in JUnit", []string{"check", "--format", "junit", "--strict", rust}, exitToolError, `<property name="fail-on" value="warn">`},
+		{"default level in JSON", []string{"check", "--json", rust}, exitOK, `"failOn": "fail"`},
 		{"bad examples", []string{"check", "--examples", badExamples, rust}, exitUsage, ""},
 		{"missing examples", []string{"check", "--examples", "/nonexistent/x.json", rust}, exitUsage, ""},
 		{"unknown format", []string{"check", "--format", "xml", rust}, exitUsage, ""},

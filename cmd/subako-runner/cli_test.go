@@ -24,7 +24,8 @@ func TestHelpShowsDoubleDashFlagsWithPlaceholders(t *testing.T) {
 		t.Fatalf("call --help: exit %d, stderr %q", code, errOut)
 	}
 	for _, want := range []string{"--allow-host PATTERN", "--credential PATTERN=HEADER:VALUE", "--fuel N", "--memory SIZE",
-		"--timeout DURATION", "--allow-private[=all]", "--resolve HOST:PORT:ADDR[,ADDR...]", "--json "} {
+		"--timeout DURATION", "--allow-private[=all]", "--resolve HOST:PORT:ADDR[,ADDR...]", "--json ", "--trace[=stderr]",
+		"Examples:\n  subako-runner call ./package greet '{\"name\": \"Ada\"}'", "--args-file - ./package greet"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("help lacks %q:\n%s", want, out)
 		}
@@ -32,9 +33,33 @@ func TestHelpShowsDoubleDashFlagsWithPlaceholders(t *testing.T) {
 	if regexp.MustCompile(`(?m)^\s+-[a-z][a-z-]+ `).MatchString(out) {
 		t.Errorf("help lists a long flag with one dash:\n%s", out)
 	}
-	for _, bad := range []string{" string ", "PATTERN=HEADER:VALUE: ", "stringArray"} {
+	for _, bad := range []string{" string ", "string[", "PATTERN=HEADER:VALUE: ", "stringArray", "`"} {
 		if strings.Contains(out, bad) {
 			t.Errorf("help shows %q (a type for a placeholder, or the placeholder repeated):\n%s", bad, out)
+		}
+	}
+}
+
+// call --help lists the exit statuses call can end with, in the words of
+// exit.go's one table.
+func TestCallHelpListsItsExitStatuses(t *testing.T) {
+	_, out, _ := cli(t, "", "call", "--help")
+	for _, row := range exitStatuses() {
+		line := fmt.Sprintf("  %-4d %s", row.code, strings.ReplaceAll(row.summary, "`", ""))
+		if want := row.code != exitTrap; strings.Contains(out, line) != want {
+			t.Errorf("call --help lists %q: %v, want %v\n%s", line, !want, want, out)
+		}
+	}
+}
+
+// A PACKAGE path with nothing at it is named as a missing package, with
+// what PACKAGE must be, not as a bare stat error (issue 42).
+func TestMissingPackageIsNamed(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "nosuchdir")
+	for _, args := range [][]string{{"call", missing, "greet"}, {"validate", missing}, {"discover", missing + ".wasm"}} {
+		code, _, errOut := cli(t, "", args...)
+		if code != exitUsage || !strings.Contains(errOut, ": no such package (nothing at that path): PACKAGE is a package directory (subako-package.json and module.wasm) or a .wasm module") || strings.Contains(errOut, "stat ") {
+			t.Errorf("%q: exit %d, %q", args, code, errOut)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"strings"
 	"time"
 
@@ -175,7 +176,7 @@ func printToolList(w io.Writer, name string, took time.Duration, tools []protoco
 // here and rej is nil.
 func rejection(e *env, err error) (rej *runtime.RejectedError, code int) {
 	if !errors.As(err, &rej) {
-		return nil, fail(e, "%v", err)
+		return nil, fail(e, "%s", packageErrorText(err))
 	}
 	if rej.Crash != nil {
 		return rej, exitCrashed
@@ -293,4 +294,15 @@ func readBounded(ctx context.Context, r io.Reader, limit int64, what string) ([]
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// packageErrorText is a host error reading PACKAGE, said so that the
+// user sees what PACKAGE must be: a path that does not exist is named as
+// a package that does not exist, not as a bare stat error.
+func packageErrorText(err error) string {
+	var pe *fs.PathError
+	if errors.Is(err, fs.ErrNotExist) && errors.As(err, &pe) {
+		return fmt.Sprintf("%s: no such package (nothing at that path): PACKAGE is a package directory (subako-package.json and module.wasm) or a .wasm module", pe.Path)
+	}
+	return err.Error()
 }

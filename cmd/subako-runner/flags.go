@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"io"
 	"math"
 	"math/big"
@@ -34,6 +35,9 @@ type hostFlags struct {
 	quiet     bool
 	trace     string // "-" for stderr
 	otel      string // --otel: console, otlp, none; "" defers to OTEL_* variables
+	// metricsAddr is --metrics-addr (mcp, inspect): serve the metrics for
+	// Prometheus there.
+	metricsAddr string
 
 	// status is the status line runtimeConfig made (it draws nothing off
 	// a terminal), for a command that shows a step of its own (a call).
@@ -77,8 +81,23 @@ func (h *hostFlags) logger(w io.Writer) (*zap.Logger, error) {
 
 // registerTrace adds --trace (discover, call, check, mcp).
 func (h *hostFlags) registerTrace(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&h.trace, "trace", "", "write every line the host and the module exchange, timestamped, on stderr (or with =FILE to FILE)")
-	cmd.Flags().Lookup("trace").NoOptDefVal = "-"
+	cmd.Flags().Var((*traceValue)(&h.trace), "trace", "write every line the host and the module exchange, timestamped, on stderr (or with --trace=FILE to FILE)")
+	cmd.Flags().Lookup("trace").NoOptDefVal = "stderr"
+}
+
+// traceValue is --trace's destination: "-" for stderr (the flag alone,
+// --trace=stderr or --trace=-), else a file. Its empty Type and the
+// NoOptDefVal "stderr" make the help read `--trace[=stderr]`.
+type traceValue string
+
+func (v *traceValue) String() string { return string(*v) }
+func (v *traceValue) Type() string   { return "" }
+func (v *traceValue) Set(s string) error {
+	if s == "stderr" {
+		s = "-"
+	}
+	*v = traceValue(s)
+	return nil
 }
 
 // runtimeConfig builds the runtime configuration from the flags. path
@@ -99,9 +118,24 @@ func (h *hostFlags) runtimeConfig(e *env, lim limits.Limits, path string) (runti
 	if err != nil {
 		return runtime.Config{}, nil, err
 	}
-	obs, shutdown, err := otelObserver(context.Background(), exporter, e.stderr, e.getenv)
+	var readers []sdkmetric.Reader
+	var metrics *metricsEndpoint
+	if h.metricsAddr != "" {
+		if metrics, err = startMetrics(h.metricsAddr, e.stderr); err != nil {
+			return runtime.Config{}, nil, err
+		}
+		readers = append(readers, metrics.reader)
+	}
+	obs, shutdown, err := otelObserver(context.Background(), exporter, e.stderr, e.getenv, readers...)
 	if err != nil {
+		if metrics != nil {
+			metrics.close()
+		}
 		return runtime.Config{}, nil, err
+	}
+	if metrics != nil {
+		flush := shutdown
+		shutdown = func() { metrics.close(); flush() }
 	}
 	if obs != nil {
 		cfg.Observer = obs
@@ -261,16 +295,18 @@ func (n *networkFlags) policy(e *env) (*subakohttp.Policy, error) {
 			return nil, err
 		}
 		if cfg.Resolve == nil {
-			cfg.Resolve = map[string][]netip.Addr{}
+			cfg.Resolve = map[string][]string{}
 		}
-		cfg.Resolve[hostport] = append(cfg.Resolve[hostport], addrs...)
+		cfg.Resolve[hostport] = append(cfg.Resolve[hostport], addrStrings(addrs)...)
 	}
 	if n.allowPrivate.set {
 		if n.allowPrivate.all {
 			cfg.DisableDestinationCheck = true
 			fmt.Fprintln(e.stderr, "subako-runner: WARNING: --allow-private turns off the destination check: the module may reach any address, private ones included")
 		} else {
-			cfg.AllowPrivate = n.allowPrivate.prefixes
+			for _, pre := range n.allowPrivate.prefixes {
+				cfg.AllowPrivate = append(cfg.AllowPrivate, pre.String())
+			}
 			fmt.Fprintf(e.stderr, "subako-runner: WARNING: --allow-private lets the module reach %s\n", n.allowPrivate.String())
 		}
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"path/filepath"
 	"strings"
 
@@ -41,11 +42,19 @@ func newInitCmd(a *app) *cobra.Command {
 				return status(fail(a.e, "init: %v", err))
 			}
 			w := a.e.stdout
-			fmt.Fprintf(w, "created %s, a %s package project:\n", dir, l.Title)
+			article := "a"
+			if strings.ContainsRune("AEIOU", rune(l.Title[0])) {
+				article = "an"
+			}
+			fmt.Fprintf(w, "created %s, %s %s package project:\n", dir, article, l.Title)
 			for _, p := range written {
 				fmt.Fprintf(w, "  %s\n", filepath.Join(dir, filepath.FromSlash(p)))
 			}
-			fmt.Fprintf(w, "\nmake needs %s. Then:\n", l.Needs)
+			if l.ID == "rust" {
+				rustcNote(w, a.e)
+			} else {
+				fmt.Fprintf(w, "\nmake needs %s. Then:\n", l.Needs)
+			}
 			fmt.Fprintf(w, "  cd %s\n", dir)
 			fmt.Fprintln(w, "  make                          # builds package/module.wasm")
 			fmt.Fprintln(w, "  subako-runner check package   # the conformance suite: no warnings out of the box")
@@ -56,4 +65,21 @@ func newInitCmd(a *app) *cobra.Command {
 	cmd.Flags().StringVar(&lang, "lang", "go", "`LANG` of the project: "+strings.Join(ids, ", "))
 	cmd.Flags().StringVar(&dir, "dir", "", "write the project into `DIR` (default ./NAME); it must not exist or be empty")
 	return cmd
+}
+
+// rustcNote says which rustc the Rust project's Makefile will build with,
+// or, when none here has the WASI standard library, the two ways to get
+// one: what `make` would say, said before the author runs it.
+func rustcNote(w io.Writer, e *env) {
+	cands := scaffold.RustcCandidates(e.getenv("RUSTC"), e.getenv("PATH"), e.getenv("RUSTC_FALLBACK"))
+	if r := scaffold.FindRustc(cands); r != "" {
+		fmt.Fprintf(w, "\nmake builds with %s (it has the wasm32 WASI standard library). Then:\n", r)
+		return
+	}
+	fmt.Fprintln(w, "\nmake needs a rustc with the WASI preview 1 standard library (wasm32-wasip1 or wasm32-wasi), and none here has it.")
+	fmt.Fprintln(w, "Two ways to get one:")
+	for _, l := range scaffold.RustTargetHelp() {
+		fmt.Fprintf(w, "  %s\n", l)
+	}
+	fmt.Fprintln(w, "or name one: make RUSTC=/path/to/rustc. Then:")
 }

@@ -39,29 +39,13 @@ func toolchain(t *testing.T, lang string) (vars []string, missing string) {
 		}
 		return nil, ""
 	case "rust":
-		// rustup's rustc may lack the wasm32 standard library that
-		// Debian's has: take the first with one.
-		var cands []string
-		if r := os.Getenv("RUSTC"); r != "" {
-			cands = append(cands, r)
+		// The Makefile finds a rustc with the WASI standard library
+		// itself, past a rustup rustc without it first on PATH: the build
+		// below is the test of that on a machine that has both.
+		if scaffold.FindRustc(scaffold.RustcCandidates(os.Getenv("RUSTC"), os.Getenv("PATH"), "")) == "" {
+			return nil, "no rustc with a wasm32-wasip1 or wasm32-wasi standard library (" + strings.Join(scaffold.RustTargetHelp(), "; ") + ")"
 		}
-		if r, err := exec.LookPath("rustc"); err == nil {
-			cands = append(cands, r)
-		}
-		cands = append(cands, "/usr/bin/rustc")
-		for _, r := range cands {
-			out, err := exec.Command(r, "--print", "sysroot").Output()
-			if err != nil {
-				continue
-			}
-			root := strings.TrimSpace(string(out))
-			for _, target := range []string{"wasm32-wasip1", "wasm32-wasi"} {
-				if _, err := os.Stat(filepath.Join(root, "lib", "rustlib", target)); err == nil {
-					return []string{"RUSTC=" + r}, ""
-				}
-			}
-		}
-		return nil, "no rustc with a wasm32-wasip1 or wasm32-wasi standard library (rustup target add wasm32-wasip1, or apt install rustc libstd-rust-dev-wasm32)"
+		return nil, ""
 	case "as":
 		// Tests reach no registry: the compiler is the one .ci/run (or the
 		// fixtures' Makefile) installed.
@@ -224,5 +208,105 @@ func TestAuthoringDocInitTranscript(t *testing.T) {
 	}
 	if found == 0 {
 		t.Error("authoring.md shows no `subako-runner init` transcript")
+	}
+}
+
+// fakeRustc writes dir/rustc, a stand-in whose sysroot has the standard
+// libraries of targets (none: a rustup rustc without the WASI target)
+// and which "compiles" by writing its -o file with its own name, so that
+// a test sees which rustc make chose.
+func fakeRustc(t *testing.T, dir string, targets ...string) string {
+	t.Helper()
+	root := filepath.Join(dir, "sysroot")
+	for _, target := range append(targets, "x86_64-unknown-linux-gnu") {
+		if err := os.MkdirAll(filepath.Join(root, "lib", "rustlib", target), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	script := "#!/bin/sh\nif [ \"$1\" = --print ]; then echo '" + root + "'; exit 0; fi\n" +
+		"all=\"$*\"\nwhile [ $# -gt 0 ]; do if [ \"$1\" = -o ]; then echo \"" + dir + " $all\" > \"$2\"; fi; shift; done\n"
+	if err := os.WriteFile(filepath.Join(dir, "rustc"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(dir, "rustc")
+}
+
+// The Rust project's Makefile builds with the first rustc that has the
+// WASI standard library, though a rustup rustc without it comes first on
+// PATH (issue 42), picks the target that library is for, and when no rustc
+// has it says the two ways to get one — as init does, before make runs.
+func TestRustMakefileFindsARustcWithTheWASITarget(t *testing.T) {
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("make is not on PATH")
+	}
+	makeBin, _ := exec.LookPath("make")
+	bins := t.TempDir()
+	dirs := map[string]string{}
+	for _, name := range []string{"rustup", "debian", "wasip1"} {
+		dirs[name] = filepath.Join(bins, name)
+		os.MkdirAll(dirs[name], 0o755)
+	}
+	fakeRustc(t, dirs["rustup"])
+	fakeRustc(t, dirs["debian"], "wasm32-wasi")
+	fakeRustc(t, dirs["wasip1"], "wasm32-wasip1")
+	tests := []struct {
+		name, path string
+		rustc      string // the rustc make must choose; "" none
+		target     string
+	}{
+		{"rustup first, Debian's after", dirs["rustup"] + ":" + dirs["debian"], dirs["debian"], "wasm32-wasi"},
+		{"a wasip1 rustc", dirs["rustup"] + ":" + dirs["wasip1"] + ":" + dirs["debian"], dirs["wasip1"], "wasm32-wasip1"},
+		{"none has it", dirs["rustup"], "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "hello")
+			vars := map[string]string{"PATH": tt.path, "RUSTC_FALLBACK": "/nonexistent/rustc"}
+			code, initOut, errOut := cliEnv(t, vars, "init", "--lang", "rust", "--dir", dir, "hello")
+			if code != exitOK {
+				t.Fatalf("init: exit %d\n%s", code, errOut)
+			}
+			cmd := exec.Command(makeBin, "RUSTC_FALLBACK=")
+			cmd.Dir = dir
+			cmd.Env = []string{"PATH=" + tt.path}
+			out, err := cmd.CombinedOutput()
+			if tt.rustc == "" {
+				if err == nil {
+					t.Fatalf("make succeeded without a rustc that has the target:\n%s", out)
+				}
+				for _, text := range []string{string(out), initOut} {
+					for _, line := range scaffold.RustTargetHelp() {
+						if !strings.Contains(text, line) {
+							t.Errorf("no %q in\n%s", line, text)
+						}
+					}
+				}
+				if !strings.Contains(string(out), "make RUSTC=/path/to/rustc") || !strings.Contains(initOut, "none here has it") {
+					t.Errorf("make or init does not say how to name a rustc:\n%s\n%s", out, initOut)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("make: %v\n%s", err, out)
+			}
+			built, _ := os.ReadFile(filepath.Join(dir, "package", "module.wasm"))
+			if !strings.HasPrefix(string(built), tt.rustc+" ") || !strings.Contains(string(built), "--target "+tt.target+" ") {
+				t.Errorf("make built with %q; want %s with --target %s", built, tt.rustc, tt.target)
+			}
+			if want := "make builds with " + filepath.Join(tt.rustc, "rustc"); !strings.Contains(initOut, want) {
+				t.Errorf("init does not name the rustc make takes (%q):\n%s", want, initOut)
+			}
+		})
+	}
+}
+
+// init names the project with the right article: "an AssemblyScript
+// package project", "a Go package project" (issue 42).
+func TestInitSaysAnAssemblyScriptProject(t *testing.T) {
+	for lang, want := range map[string]string{"as": ", an AssemblyScript package project:", "go": ", a Go package project:", "c": ", a C package project:"} {
+		code, out, errOut := cli(t, "", "init", "--lang", lang, "--dir", filepath.Join(t.TempDir(), "p"), "hello")
+		if code != exitOK || !strings.Contains(out, want) {
+			t.Errorf("init --lang %s: exit %d, %q; want %q (%s)", lang, code, out, want, errOut)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"time"
@@ -18,12 +19,14 @@ type inspectFlags struct {
 	listen       string
 	allowRemote  bool
 	allowedHosts []string
+	examples     map[string][]json.RawMessage // --examples, for the Check tab
 }
 
 func newInspectCmd(a *app) *cobra.Command {
 	var h hostFlags
 	var c callFlags
 	var f inspectFlags
+	var examplesFile string
 	cmd := &cobra.Command{
 		Use:   "inspect [flags] PACKAGE",
 		Short: "serve a local web page to judge a package: upload report, tools, calls, model view, checks",
@@ -45,14 +48,19 @@ func newInspectCmd(a *app) *cobra.Command {
 			if f.allowedHosts, err = loopback.NormalizeHosts(f.allowedHosts, "--listen-allow-host"); err != nil {
 				return usageErr(cmd, "%v", err)
 			}
+			if f.examples, err = readExamples(examplesFile); err != nil {
+				return usageErr(cmd, "%v", err)
+			}
 			return status(runInspect(a.ctx, a.e, &h, &f, args[0], req))
 		},
 	}
 	h.register(cmd, false)
+	h.registerMetrics(cmd)
 	c.register(cmd)
 	fs := cmd.Flags()
 	fs.StringVar(&f.listen, "listen", "127.0.0.1:0", "serve the page on `ADDR` (HOST:PORT, or PORT for 127.0.0.1:PORT; port 0 picks a free one)")
 	fs.BoolVar(&f.allowRemote, "listen-allow-remote", false, "let --listen use a non-loopback address (the token still guards every request)")
+	fs.StringVar(&examplesFile, "examples", "", "JSON `FILE` mapping tool names to arrays of argument objects: the Check tab calls each, under the network flags (as check --examples)")
 	fs.Var(&repeated{&f.allowedHosts, "NAME"}, "listen-allow-host", "also answer requests whose Host is NAME (a name other machines use for this one); repeatable")
 	return cmd
 }
@@ -67,7 +75,7 @@ func runInspect(ctx context.Context, e *env, h *hostFlags, f *inspectFlags, path
 	if err != nil {
 		return fail(e, "%v", err)
 	}
-	srv, err := inspect.New(ctx, inspect.Config{Runtime: rt, Path: path, Request: req, AllowedHosts: f.allowedHosts, Logger: log})
+	srv, err := inspect.New(ctx, inspect.Config{Runtime: rt, Path: path, Request: req, AllowedHosts: f.allowedHosts, Logger: log, Examples: f.examples})
 	if err != nil {
 		if code, ok := interrupted(ctx, e, err); ok {
 			return code

@@ -33,6 +33,7 @@ type mcpFlags struct {
 	sessionIdle    time.Duration
 	maxQueued      int
 	watch          bool
+	build          string // --build: the command --watch runs on source changes
 }
 
 func newMCPCmd(a *app) *cobra.Command {
@@ -70,6 +71,9 @@ func newMCPCmd(a *app) *cobra.Command {
 			if m.maxSessions < 0 || m.maxQueued < 0 || m.sessionIdle < 0 {
 				return usageErr(cmd, "--http-max-sessions, --http-session-idle and --max-queued must not be negative")
 			}
+			if m.build != "" && !m.watch {
+				return usageErr(cmd, "--build runs on changes --watch sees: give --watch too")
+			}
 			return status(runMCP(a.ctx, a.e, &h, &c, &m, args[0], req))
 		},
 	}
@@ -79,6 +83,7 @@ func newMCPCmd(a *app) *cobra.Command {
 	h.logLevel = "info"
 	cmd.Flags().Lookup("log-level").DefValue = "info"
 	h.registerTrace(cmd)
+	h.registerMetrics(cmd)
 	c.register(cmd)
 	fs := cmd.Flags()
 	fs.StringVar(&m.http, "http", "", "serve Streamable HTTP on `ADDR` (HOST:PORT, or PORT for 127.0.0.1:PORT) at /mcp instead of stdio")
@@ -89,6 +94,7 @@ func newMCPCmd(a *app) *cobra.Command {
 	fs.DurationVar(&m.sessionIdle, "http-session-idle", mcpserve.DefaultSessionIdle, "close a session after `DURATION` without a request")
 	fs.IntVar(&m.maxQueued, "max-queued", mcpserve.DefaultMaxQueued, "let at most `N` calls wait for a place (one per CPU runs); more are refused as busy")
 	fs.BoolVar(&m.watch, "watch", false, "check and discover again when module.wasm or the manifest changes, and swap the package in")
+	fs.StringVar(&m.build, "build", "", "with --watch: run `COMMAND` (sh -c, in the current directory) when a source file under it changes, then load what it built (e.g. --build make)")
 	return cmd
 }
 
@@ -125,8 +131,11 @@ func runMCP(ctx context.Context, e *env, h *hostFlags, c *callFlags, m *mcpFlags
 		go func() {
 			defer close(watched)
 			srv.Watch(serveCtx, mcpserve.WatchOptions{
-				Path: path,
-				Load: func(ctx context.Context) (*runtime.Package, error) { return rt.Load(ctx, path) },
+				Path:        path,
+				Load:        func(ctx context.Context) (*runtime.Package, error) { return rt.Load(ctx, path) },
+				Build:       m.build,
+				BuildDir:    ".",
+				BuildOutput: e.stderr,
 			})
 		}()
 		// Runs before the server and the runtime close: no load in flight.

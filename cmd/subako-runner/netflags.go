@@ -44,7 +44,7 @@ func parseResolve(s string) (hostport string, addrs []netip.Addr, err error) {
 		addrs = append(addrs, ip)
 	}
 	hostport = net.JoinHostPort(hostPart, portPart)
-	if _, err := subakohttp.NewPolicy(subakohttp.PolicyConfig{Resolve: map[string][]netip.Addr{hostport: addrs}}); err != nil {
+	if _, err := subakohttp.NewPolicy(subakohttp.PolicyConfig{Resolve: map[string][]string{hostport: addrStrings(addrs)}}); err != nil {
 		return "", nil, fmt.Errorf("--resolve %q: %v", s, innermost(err))
 	}
 	return hostport, addrs, nil
@@ -109,19 +109,20 @@ func parseAllowPrivate(s string) ([]netip.Prefix, error) {
 		if part == "" {
 			return nil, errors.New("empty range")
 		}
-		if !strings.Contains(part, "/") {
-			ip, err := netip.ParseAddr(part)
-			if err != nil || ip.Zone() != "" {
-				return nil, fmt.Errorf("%q is not a CIDR range", part)
-			}
-			out = append(out, netip.PrefixFrom(ip, ip.BitLen()))
-			continue
-		}
-		p, err := netip.ParsePrefix(part)
+		p, err := subakohttp.ParseRange(part)
 		if err != nil {
 			return nil, fmt.Errorf("%q is not a CIDR range", part)
 		}
-		out = append(out, p.Masked())
+		out = append(out, p)
 	}
 	return out, nil
+}
+
+// addrStrings writes addresses as PolicyConfig takes them.
+func addrStrings(addrs []netip.Addr) []string {
+	out := make([]string, len(addrs))
+	for i, a := range addrs {
+		out[i] = a.String()
+	}
+	return out
 }

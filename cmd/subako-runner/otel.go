@@ -16,6 +16,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/subako/subako-runner/otelobserver"
 	"github.com/subako/subako-runner/runtime"
@@ -72,8 +74,9 @@ func exporterNamed(name string) (string, bool) {
 }
 
 // otelObserver makes the providers and the runtime's Observer for the
-// exporter; shutdown flushes and stops them.
-func otelObserver(ctx context.Context, exporter string, stderr io.Writer, getenv func(string) string) (runtime.Observer, func(), error) {
+// exporter, with extra metric readers (the Prometheus endpoint's) beside
+// it; shutdown flushes and stops them.
+func otelObserver(ctx context.Context, exporter string, stderr io.Writer, getenv func(string) string, extra ...sdkmetric.Reader) (runtime.Observer, func(), error) {
 	var (
 		spans   sdktrace.SpanExporter
 		metrics sdkmetric.Exporter
@@ -103,7 +106,9 @@ func otelObserver(ctx context.Context, exporter string, stderr io.Writer, getenv
 			metrics, err = otlpmetrichttp.New(ctx, mopts...)
 		}
 	default:
-		return nil, func() {}, nil
+		if len(extra) == 0 {
+			return nil, func() {}, nil
+		}
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("--otel %s: %w", exporter, err)
@@ -113,16 +118,33 @@ func otelObserver(ctx context.Context, exporter string, stderr io.Writer, getenv
 		name = "subako-runner"
 	}
 	res := resource.NewSchemaless(semconv.ServiceName(name), semconv.ServiceVersion(runtime.Version))
-	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(spans), sdktrace.WithResource(res))
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewPeriodicReader(metrics)), sdkmetric.WithResource(res))
-	obs, err := otelobserver.New(otelobserver.Config{TracerProvider: tp, MeterProvider: mp})
+	// Without a span exporter (only --metrics-addr) no span is made.
+	var tracers trace.TracerProvider = noop.NewTracerProvider()
+	var tp *sdktrace.TracerProvider
+	if spans != nil {
+		tp = sdktrace.NewTracerProvider(sdktrace.WithBatcher(spans), sdktrace.WithResource(res))
+		tracers = tp
+	}
+	mopts := []sdkmetric.Option{sdkmetric.WithResource(res)}
+	if metrics != nil {
+		mopts = append(mopts, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(metrics)))
+	}
+	for _, r := range extra {
+		mopts = append(mopts, sdkmetric.WithReader(r))
+	}
+	mp := sdkmetric.NewMeterProvider(mopts...)
+	obs, err := otelobserver.New(otelobserver.Config{TracerProvider: tracers, MeterProvider: mp})
 	if err != nil {
 		return nil, nil, err
 	}
 	shutdown := func() {
 		c, cancel := context.WithTimeout(context.WithoutCancel(ctx), otelShutdownTimeout)
 		defer cancel()
-		if err := errors.Join(tp.Shutdown(c), mp.Shutdown(c)); err != nil {
+		var traceErr error
+		if tp != nil {
+			traceErr = tp.Shutdown(c)
+		}
+		if err := errors.Join(traceErr, mp.Shutdown(c)); err != nil {
 			fmt.Fprintf(stderr, "subako-runner: telemetry not delivered: %v\n", err)
 		}
 	}

@@ -206,18 +206,14 @@ func jsonString(s string) string {
 	return string(b)
 }
 
-func loopback() []netip.Prefix { return []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")} }
+func loopback() []string { return []string{"127.0.0.1/32"} }
 
-func pin(hostport string, addrs ...string) map[string][]netip.Addr {
-	m := map[string][]netip.Addr{}
-	for _, a := range addrs {
-		m[hostport] = append(m[hostport], netip.MustParseAddr(a))
-	}
-	return m
+func pin(hostport string, addrs ...string) map[string][]string {
+	return map[string][]string{hostport: addrs}
 }
 
-func merge(ms ...map[string][]netip.Addr) map[string][]netip.Addr {
-	out := map[string][]netip.Addr{}
+func merge(ms ...map[string][]string) map[string][]string {
+	out := map[string][]string{}
 	for _, m := range ms {
 		for k, v := range m {
 			out[k] = append(out[k], v...)

@@ -22,11 +22,15 @@ type PolicyConfig struct {
 	// Credentials are headers injected into requests an entry allows.
 	Credentials []Credential
 	// Resolve answers DNS for "host:port" with fixed addresses (curl's
-	// --resolve). Every address is still checked before it is dialled.
-	Resolve map[string][]netip.Addr
+	// --resolve), written as strings ("127.0.0.1", "::1") like every
+	// address of the config. Every address is still checked before it is
+	// dialled.
+	Resolve map[string][]string
 	// AllowPrivate lets addresses in these ranges through the destination
-	// check (local testing). Every other check stays.
-	AllowPrivate []netip.Prefix
+	// check (local testing): CIDR ranges ("10.0.0.0/8"; host bits are
+	// dropped) or single addresses ("127.0.0.1", a /32 or /128), as
+	// strings. Every other check stays.
+	AllowPrivate []string
 	// DisableDestinationCheck turns the destination check off entirely
 	// (--allow-private without a value). The allowlist still applies.
 	DisableDestinationCheck bool
@@ -94,11 +98,10 @@ type entry struct {
 // credentials for entries not in the allowlist.
 func NewPolicy(cfg PolicyConfig) (*Policy, error) {
 	p := &Policy{
-		resolve:      make(map[string][]netip.Addr, len(cfg.Resolve)),
-		allowPrivate: append([]netip.Prefix(nil), cfg.AllowPrivate...),
-		noDestCheck:  cfg.DisableDestinationCheck,
-		injected:     map[string]bool{},
-		remedy:       cfg.Remedy,
+		resolve:     make(map[string][]netip.Addr, len(cfg.Resolve)),
+		noDestCheck: cfg.DisableDestinationCheck,
+		injected:    map[string]bool{},
+		remedy:      cfg.Remedy,
 	}
 	byKey := map[string]*entry{}
 	for _, raw := range cfg.Allow {
@@ -141,19 +144,41 @@ func NewPolicy(cfg PolicyConfig) (*Policy, error) {
 		if len(addrs) == 0 {
 			return nil, fmt.Errorf("subakohttp: resolve entry %q has no addresses", k)
 		}
+		parsed := make([]netip.Addr, 0, len(addrs))
 		for _, a := range addrs {
-			if !a.IsValid() {
-				return nil, fmt.Errorf("subakohttp: resolve entry %q has an invalid address", k)
+			ip, err := netip.ParseAddr(a)
+			if err != nil || ip.Zone() != "" {
+				return nil, fmt.Errorf("subakohttp: resolve entry %q: %q is not an IP address (want e.g. 127.0.0.1 or ::1)", k, a)
 			}
+			parsed = append(parsed, ip)
 		}
-		p.resolve[resolveKey(host, port)] = append([]netip.Addr(nil), addrs...)
+		p.resolve[resolveKey(host, port)] = parsed
 	}
-	for _, pre := range p.allowPrivate {
-		if !pre.IsValid() {
-			return nil, errors.New("subakohttp: an allow-private range is invalid")
+	for _, r := range cfg.AllowPrivate {
+		pre, err := ParseRange(r)
+		if err != nil {
+			return nil, fmt.Errorf("subakohttp: AllowPrivate: %w", err)
 		}
+		p.allowPrivate = append(p.allowPrivate, pre)
 	}
 	return p, nil
+}
+
+// ParseRange reads an AllowPrivate range: a CIDR range (its host bits
+// dropped) or a single address, a /32 or /128.
+func ParseRange(s string) (netip.Prefix, error) {
+	if !strings.Contains(s, "/") {
+		ip, err := netip.ParseAddr(s)
+		if err != nil || ip.Zone() != "" {
+			return netip.Prefix{}, fmt.Errorf("%q is not a CIDR range or an IP address (want e.g. 10.0.0.0/8 or 127.0.0.1)", s)
+		}
+		return netip.PrefixFrom(ip, ip.BitLen()), nil
+	}
+	p, err := netip.ParsePrefix(s)
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("%q is not a CIDR range or an IP address (want e.g. 10.0.0.0/8 or 127.0.0.1)", s)
+	}
+	return p.Masked(), nil
 }
 
 // DiscoveryPolicy refuses every request with the discovery message of

@@ -2,7 +2,7 @@ package subakohttp
 
 import (
 	"context"
-	"net/netip"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -38,8 +38,8 @@ func TestNewPolicyCredentialChecks(t *testing.T) {
 		{Allow: []string{"a.example.com"}, Credentials: []Credential{{Pattern: "a.example.com", Header: "Bad Header", Value: v}}},
 		{Allow: []string{"a.example.com"}, Credentials: []Credential{{Pattern: "a.example.com", Header: "Host", Value: v}}},
 		{Allow: []string{"a.example.com"}, Credentials: []Credential{{Pattern: "a.example.com", Header: "X-Key"}}},
-		{Resolve: map[string][]netip.Addr{"no-port.example.com": {netip.MustParseAddr("1.2.3.4")}}},
-		{Resolve: map[string][]netip.Addr{"a.example.com:80": nil}},
+		{Resolve: map[string][]string{"no-port.example.com": {"1.2.3.4"}}},
+		{Resolve: map[string][]string{"a.example.com:80": nil}},
 	}
 	for i, cfg := range bad {
 		if _, err := NewPolicy(cfg); err == nil {
@@ -192,5 +192,41 @@ func TestParseRequestRefusals(t *testing.T) {
 	_, e = parseRequest([]byte(`{"url":"https://a.example/","body":{"type":"text","text":"`+strings.Repeat("x", 100)+`"}}`), 64, p)
 	if e == nil || e.Kind != KindTooLarge {
 		t.Fatalf("over the request limit: %v", e)
+	}
+}
+
+// Every address of a PolicyConfig is a string, parsed by NewPolicy: the
+// literal an embedder writes first compiles, and a value that is not an
+// address is refused with the field and the value named.
+func TestPolicyConfigAddressesAreStrings(t *testing.T) {
+	p, err := NewPolicy(PolicyConfig{
+		Allow:        []string{"api.test:8080"},
+		Resolve:      map[string][]string{"api.test:8080": {"127.0.0.1", "::1"}},
+		AllowPrivate: []string{"127.0.0.1", "10.1.2.3/8", "::1"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(p.allowPrivate); got != "[127.0.0.1/32 10.0.0.0/8 ::1/128]" {
+		t.Errorf("ranges %s; want a bare address as itself alone and the host bits dropped", got)
+	}
+	if got := fmt.Sprint(p.resolve["api.test:8080"]); got != "[127.0.0.1 ::1]" {
+		t.Errorf("resolve %s", got)
+	}
+	for _, tt := range []struct {
+		cfg  PolicyConfig
+		want string
+	}{
+		{PolicyConfig{AllowPrivate: []string{"10.0.0.300/8"}}, `AllowPrivate: "10.0.0.300/8" is not a CIDR range or an IP address`},
+		{PolicyConfig{AllowPrivate: []string{"127.0.0.1/33"}}, `AllowPrivate: "127.0.0.1/33" is not a CIDR range`},
+		{PolicyConfig{AllowPrivate: []string{""}}, `AllowPrivate: "" is not`},
+		{PolicyConfig{AllowPrivate: []string{"fe80::1%eth0"}}, `"fe80::1%eth0" is not`},
+		{PolicyConfig{AllowPrivate: []string{"localhost"}}, `"localhost" is not a CIDR range or an IP address (want e.g. 10.0.0.0/8 or 127.0.0.1)`},
+		{PolicyConfig{Resolve: map[string][]string{"a.test:80": {"a.test"}}}, `resolve entry "a.test:80": "a.test" is not an IP address`},
+		{PolicyConfig{Resolve: map[string][]string{"a.test:80": {"fe80::1%eth0"}}}, `"fe80::1%eth0" is not an IP address`},
+	} {
+		if _, err := NewPolicy(tt.cfg); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%+v: %v; want %q", tt.cfg, err, tt.want)
+		}
 	}
 }

@@ -239,11 +239,7 @@ func TestAllowPrivateWidensOnlyItsRange(t *testing.T) {
 		{nil, "::ffff:8.8.8.8", true},
 	}
 	for _, tt := range tests {
-		var prefixes []netip.Prefix
-		for _, s := range tt.allow {
-			prefixes = append(prefixes, netip.MustParsePrefix(s))
-		}
-		p, err := NewPolicy(PolicyConfig{AllowPrivate: prefixes})
+		p, err := NewPolicy(PolicyConfig{AllowPrivate: tt.allow})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -30,7 +30,7 @@ func TestMappedResolverAnswersAreRefusedAndReportedUnmapped(t *testing.T) {
 		t.Fatal("the mapped loopback answer reached the server")
 	}
 	// Let through only by the IPv4 range, as the flag suggested would.
-	c = newTestCall(t, callOpts{policy: PolicyConfig{Allow: []string{host}, AllowPrivate: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}}, hook: func(c *Call) {
+	c = newTestCall(t, callOpts{policy: PolicyConfig{Allow: []string{host}, AllowPrivate: []string{"127.0.0.1/32"}}, hook: func(c *Call) {
 		c.lookup = func(ctx context.Context, name string) ([]netip.Addr, error) {
 			return []netip.Addr{netip.MustParseAddr("::ffff:127.0.0.1")}, nil
 		}
@@ -74,7 +74,7 @@ func TestRemedyWordsTheRefusals(t *testing.T) {
 			"http://[::1]:9/", "[::1]:9 is not in this function's network allowlist (http, port 9); add --allow-host [::1]:9"},
 		{PolicyConfig{Allow: []string{srv.hostport("127.0.0.1")}, Remedy: remedy},
 			"http://" + srv.hostport("127.0.0.1") + "/", "127.0.0.1 is a loopback address (127.0.0.0/8); add --allow-private 127.0.0.1/32"},
-		{PolicyConfig{Allow: []string{srv.hostport("127.0.0.1")}, AllowPrivate: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}, Remedy: remedy},
+		{PolicyConfig{Allow: []string{srv.hostport("127.0.0.1")}, AllowPrivate: []string{"127.0.0.1/32"}, Remedy: remedy},
 			"http://" + srv.hostport("127.0.0.1") + "/", "a redirect led to elsewhere.example.com:8080 (http), which is not in this function's network allowlist; add --allow-host elsewhere.example.com:8080"},
 		{PolicyConfig{Allow: []string{"*.amazonaws.com"}, Remedy: remedy},
 			"https://bucket.s3.amazonaws.com/", `bucket.s3.amazonaws.com is under the public suffix "s3.amazonaws.com", where anyone can register names, so the allowlist entry "*.amazonaws.com" does not reach it; add --allow-host bucket.s3.amazonaws.com`},

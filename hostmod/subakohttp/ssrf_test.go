@@ -205,7 +205,7 @@ func TestRedirectsAreCheckedEveryHop(t *testing.T) {
 		Allow: []string{front2, victim.hostport("127.0.0.1"), victim.hostport("victim.example.com"), "169.254.169.254"},
 		Resolve: merge(pin(front2, "127.0.0.2"),
 			pin(victim.hostport("victim.example.com"), "127.0.0.1")),
-		AllowPrivate: []netip.Prefix{netip.MustParsePrefix("127.0.0.2/32")},
+		AllowPrivate: []string{"127.0.0.2/32"},
 	}
 	cases := []struct {
 		name, location string
@@ -300,7 +300,7 @@ func TestAllowPrivateRangeKeepsOtherChecks(t *testing.T) {
 	})
 	c := newTestCall(t, callOpts{policy: PolicyConfig{
 		Allow:        []string{front.hostport("127.0.0.2"), victim.hostport("127.0.0.1")},
-		AllowPrivate: []netip.Prefix{netip.MustParsePrefix("127.0.0.2/32")},
+		AllowPrivate: []string{"127.0.0.2/32"},
 	}})
 	wantKind(t, do(t, c, `{"url":"http://`+front.hostport("127.0.0.2")+`/"}`), KindForbiddenDestination)
 	wantKind(t, do(t, c, `{"url":"http://`+front.hostport("127.0.0.3")+`/"}`), KindHostNotAllowed)
@@ -415,7 +415,7 @@ func TestWildcardCannotCoverPublicSuffixBelowIt(t *testing.T) {
 	c := newTestCall(t, callOpts{policy: PolicyConfig{
 		Allow:        []string{at("*.amazonaws.com"), front.hostport("front.amazonaws.com")},
 		Resolve:      merge(pin(at("attacker-bucket.s3.amazonaws.com"), "127.0.0.1"), pin(front.hostport("front.amazonaws.com"), "127.0.0.2")),
-		AllowPrivate: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
+		AllowPrivate: []string{"127.0.0.0/8"},
 	}, hook: refuseNonLoopbackDials})
 	wantKind(t, do(t, c, `{"url":"http://`+front.hostport("front.amazonaws.com")+`/"}`), KindHostNotAllowed)
 	if victim.hits.Load() != before || front.hits.Load() != 1 {

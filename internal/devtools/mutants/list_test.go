@@ -20,6 +20,13 @@ type mutant struct {
 // exact name is always longer than any wildcard domain that matches the
 // same host, so the term never decides).
 var list = []mutant{
+	// subako_http: PolicyConfig's addresses, strings parsed (policy.go).
+	{id: "addrstr/private-bare-widened", file: "hostmod/subakohttp/policy.go",
+		from: `return netip.PrefixFrom(ip, ip.BitLen()), nil`, to: `return netip.PrefixFrom(ip, ip.BitLen()-8), nil`},
+	{id: "addrstr/resolve-zone-accepted", file: "hostmod/subakohttp/policy.go",
+		from: `if err != nil || ip.Zone() != "" {
+				return nil, fmt.Errorf("subakohttp: resolve entry`, to: `if err != nil {
+				return nil, fmt.Errorf("subakohttp: resolve entry`},
 	// subako_http: which addresses a request may reach (ranges.go).
 	{id: "ranges/cgnat-narrowed", file: "hostmod/subakohttp/ranges.go",
 		from: `"100.64.0.0/10", "a shared`, to: `"100.64.0.0/16", "a shared`},

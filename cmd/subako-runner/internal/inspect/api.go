@@ -318,7 +318,7 @@ const fileCSP = "sandbox; default-src 'none'; img-src 'self'; style-src 'unsafe-
 // check runs the conformance suite (`subako-runner check`) and returns its
 // report: the checklist with the evidence of each item.
 func (s *Server) check(w http.ResponseWriter, r *http.Request) {
-	rep, err := conformance.Run(r.Context(), s.cfg.Runtime, s.cfg.Path, conformance.Options{})
+	rep, err := conformance.Run(r.Context(), s.cfg.Runtime, s.cfg.Path, conformance.Options{Examples: s.cfg.Examples, ExampleNetwork: s.cfg.Request.Network})
 	if err != nil {
 		httpError(w, http.StatusInternalServerError, "host_error", err.Error())
 		return

@@ -227,10 +227,15 @@ func TestBrowserRejected(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv, hs := newServer(t, dir)
-	steps(t, ctx,
-		chromedp.Navigate(hs.URL+"/?token="+srv.Token()),
-		chromedp.WaitVisible(`#upload-list li[data-code="component"]`),
-	)
+	// Navigate returns at the load event, when a headless screenshot is
+	// taken: the page must show the refusal by then, with no wait for an
+	// API request (issue 42: the screenshot caught "Loading…").
+	steps(t, ctx, chromedp.Navigate(hs.URL+"/?token="+srv.Token()))
+	first := value(t, ctx, chromedp.Evaluate[string](`document.getElementById("pkg-name").textContent + "|" + document.getElementById("pkg-status").textContent`))
+	if first != "component|refused at upload" {
+		t.Fatalf("at the load event the page shows %q; want the refused package", first)
+	}
+	steps(t, ctx, chromedp.WaitVisible(`#upload-list li[data-code="component"]`))
 	status := value(t, ctx, chromedp.Text(`#pkg-status`))
 	row := value(t, ctx, chromedp.Text(`#upload-list li[data-code="component"]`))
 	if status != "refused at upload" || !strings.Contains(row, "component") {

@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"embed"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"net"
@@ -73,6 +74,11 @@ type Config struct {
 	History int
 	// Logger receives the server's logs; nil logs nothing.
 	Logger *zap.Logger
+	// Examples are the argument objects the Check tab calls each tool
+	// with, as `check --examples` (conformance.ParseExamples), under
+	// Request's network policy: a fetching tool is judged on a real
+	// answer.
+	Examples map[string][]json.RawMessage
 }
 
 // Server serves the inspect page and its API for one package.
@@ -230,5 +236,5 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
-	_, _ = w.Write(b)
+	_, _ = w.Write(s.withInitialPackage(b))
 }

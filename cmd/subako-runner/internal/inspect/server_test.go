@@ -606,3 +606,67 @@ func TestAssetsAreSelfContained(t *testing.T) {
 		}
 	}
 }
+
+// The Check tab calls the tools with the examples it was given (inspect
+// --examples), under the calls' network policy, as check --examples does.
+func TestCheckEndpointTakesExamples(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the whole conformance suite")
+	}
+	srv, err := New(context.Background(), Config{Runtime: newRuntime(t), Path: greetPackage(t),
+		Examples: map[string][]json.RawMessage{"greet": {json.RawMessage(`{"name":"Ada"}`)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	t.Cleanup(func() { hs.Close(); srv.Close(context.Background()) })
+	var rep struct {
+		Checks []struct{ ID, Status, Detail string }
+	}
+	do(t, hs, srv.Token(), "POST", "/api/check", nil, &rep)
+	for _, c := range rep.Checks {
+		if c.ID == "examples.greet/1" {
+			if c.Status != "pass" || !strings.Contains(c.Detail, "Ada") {
+				t.Errorf("the example's check: %+v", c)
+			}
+			return
+		}
+	}
+	t.Fatalf("no examples.greet/1 among %d checks", len(rep.Checks))
+}
+
+// The page carries the package report from its first byte, escaped so
+// that what the package wrote cannot close the script element it sits in
+// (a manifest is the package author's, untrusted).
+func TestPageCarriesTheReport(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "module.wasm"), []byte("\x00asm\x0d\x00\x01\x00"), 0o644)
+	os.WriteFile(filepath.Join(dir, "subako-package.json"), []byte(`{"abi":1,"name":"component","description":"</script><script>alert(1)</script>"}`), 0o644)
+	srv, hs := newServer(t, dir)
+	resp, err := http.Get(hs.URL + "/?token=" + srv.Token())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	page := string(b)
+	start := strings.Index(page, `<script id="initial-package" type="application/json">`)
+	if start < 0 {
+		t.Fatalf("no initial-package element:\n%s", page)
+	}
+	body := page[start+len(`<script id="initial-package" type="application/json">`):]
+	end := strings.Index(body, "</script>")
+	var rep packageReport
+	if err := json.Unmarshal([]byte(body[:end]), &rep); err != nil {
+		t.Fatalf("the initial report is not the package's JSON (%v): %q", err, body[:min(end, 300)])
+	}
+	if rep.Accepted || len(rep.Upload) == 0 || !strings.Contains(body[:end], `"component"`) {
+		t.Errorf("initial report %+v; want the refused package", rep)
+	}
+	if !strings.Contains(body[:end], `\u003c/script\u003e\u003cscript\u003ealert(1)`) {
+		t.Errorf("the manifest's description is not in the report, escaped: %q", body[:end])
+	}
+	if strings.Contains(page, "<script>alert(1)") || strings.Count(page, "</script>") != 2 {
+		t.Errorf("the manifest's text closed the script element:\n%s", page)
+	}
+}

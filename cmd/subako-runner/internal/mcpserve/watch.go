@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -31,6 +32,21 @@ type WatchOptions struct {
 	// Reloaded, when set, is called after each attempt: the new package's
 	// tool count, or the error that kept the old package in service.
 	Reloaded func(tools int, err error)
+
+	// Build, when set, is a shell command (sh -c) that makes the package
+	// from its sources: Watch runs it in BuildDir when the files under
+	// BuildDir change and hold still for one interval, then loads the
+	// package the build wrote, as for any change of its files. The
+	// package's own files, hidden directories (.git), node_modules and
+	// target are not sources, and what the build itself writes does not
+	// set off another build.
+	Build    string
+	BuildDir string
+	// BuildOutput receives a line per build and the build's own output;
+	// nil discards them.
+	BuildOutput io.Writer
+	// Built, when set, is called after each build with its error.
+	Built func(err error)
 }
 
 // Watch polls the package's files until ctx is done. When they change and
@@ -55,6 +71,13 @@ func (s *Server) Watch(ctx context.Context, o WatchOptions) error {
 	w := &watcher{files: watchedFiles(o.Path), hashes: map[string]fileState{}}
 	seen := w.fingerprint()
 	tried := seen
+	var src *sourceWatcher
+	var srcSeen, srcBuilt string
+	if o.Build != "" {
+		src = newSourceWatcher(o.BuildDir, o.Path)
+		srcSeen = src.fingerprint()
+		srcBuilt = srcSeen
+	}
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
@@ -62,6 +85,25 @@ func (s *Server) Watch(ctx context.Context, o WatchOptions) error {
 		case <-ctx.Done():
 			return nil
 		case <-tick.C:
+		}
+		if src != nil {
+			now := src.fingerprint()
+			if now != srcSeen {
+				srcSeen = now // changed: wait until it holds still
+				continue
+			}
+			if now != srcBuilt {
+				err := s.build(ctx, o)
+				if ctx.Err() != nil {
+					return nil
+				}
+				if o.Built != nil {
+					o.Built(err)
+				}
+				// What the build wrote among the sources is not a change.
+				srcSeen = src.fingerprint()
+				srcBuilt = srcSeen
+			}
 		}
 		now := w.fingerprint()
 		if now != seen {
@@ -92,6 +134,80 @@ func (s *Server) Watch(ctx context.Context, o WatchOptions) error {
 			o.Reloaded(len(pkg.Tools()), nil)
 		}
 	}
+}
+
+// build runs o.Build in o.BuildDir, its output to o.BuildOutput.
+func (s *Server) build(ctx context.Context, o WatchOptions) error {
+	out := o.BuildOutput
+	if out == nil {
+		out = io.Discard
+	}
+	fmt.Fprintf(out, "sources changed: running %s\n", o.Build)
+	s.log.Info("building the package", zap.String("command", o.Build), zap.String("dir", o.BuildDir))
+	cmd := exec.CommandContext(ctx, "sh", "-c", o.Build)
+	cmd.Dir = o.BuildDir
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintf(out, "build failed (%v); still serving the previous version\n", err)
+		s.log.Warn("the build failed; still serving the previous version", zap.String("command", o.Build), zap.Error(err))
+		return fmt.Errorf("build %q: %w", o.Build, err)
+	}
+	return nil
+}
+
+// sourceWatcher is the state of a project's source tree: every file
+// under root but the package's and those of skipped directories.
+type sourceWatcher struct {
+	root string
+	skip string // the package (directory or file), absolute
+}
+
+// maxSourceFiles bounds the files a fingerprint looks at: a tree larger
+// than this is someone's home directory, not a package's project.
+const maxSourceFiles = 20000
+
+func newSourceWatcher(root, pkg string) *sourceWatcher {
+	if root == "" {
+		root = "."
+	}
+	skip, err := filepath.Abs(pkg)
+	if err != nil {
+		skip = pkg
+	}
+	return &sourceWatcher{root: root, skip: skip}
+}
+
+// fingerprint hashes the path, size and modification time of every
+// source file: a build is cheap to run for nothing (make does nothing),
+// so a touched file may set one off.
+func (w *sourceWatcher) fingerprint() string {
+	h := sha256.New()
+	n := 0
+	filepath.WalkDir(w.root, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if abs, err := filepath.Abs(p); err == nil && abs == w.skip {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if d.IsDir() {
+			if name := d.Name(); p != w.root && (strings.HasPrefix(name, ".") || name == "node_modules" || name == "target") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if n++; n > maxSourceFiles {
+			return filepath.SkipAll
+		}
+		if info, err := d.Info(); err == nil {
+			fmt.Fprintf(h, "%s\x00%d\x00%d\n", p, info.Size(), info.ModTime().UnixNano())
+		}
+		return nil
+	})
+	return string(h.Sum(nil))
 }
 
 // describe spells out every reason of a rejection, which the error's own

@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -46,7 +47,7 @@ func Languages() []Lang {
 	return []Lang{
 		{"go", "Go", "Go 1.21 or later"},
 		{"c", "C", "clang and wasi-libc (Debian: apt install clang lld wasi-libc libclang-rt-dev-wasm32)"},
-		{"rust", "Rust", "rustc with wasm32-wasip1 (rustup target add wasm32-wasip1; Debian: apt install rustc libstd-rust-dev-wasm32)"},
+		{"rust", "Rust", "a rustc with the wasm32 WASI standard library (wasm32-wasip1, or Debian's wasm32-wasi)"},
 		{"as", "AssemblyScript", "Node.js and npm (make installs the pinned compiler)"},
 	}
 }
@@ -71,6 +72,68 @@ func CheckName(name string) error {
 		return fmt.Errorf("%q cannot name a package: use 1 to 64 lowercase letters, digits, '-' and '_', starting with a letter", name)
 	}
 	return nil
+}
+
+// RustTargetHelp is the two ways to get a rustc with the WASI preview 1
+// standard library, as init and the Rust project's Makefile say them (no
+// quote characters: the Makefile echoes them in single quotes).
+func RustTargetHelp() []string {
+	return []string{
+		"rustup target add wasm32-wasip1            # for a rustup rustc (downloads the target once)",
+		"apt install rustc libstd-rust-dev-wasm32   # Debian and Ubuntu: /usr/bin/rustc, found even after a rustup rustc on PATH",
+	}
+}
+
+// rustHelpLines is RustTargetHelp, each line between prefix and suffix,
+// joined by newlines.
+func rustHelpLines(prefix, suffix string) string {
+	lines := RustTargetHelp()
+	for i, l := range lines {
+		lines[i] = prefix + l + suffix
+	}
+	return strings.Join(lines, "\n")
+}
+
+// RustcCandidates are the rustc the Rust project's Makefile considers,
+// in its order: rustc (the RUSTC variable) alone when set; otherwise the
+// rustc of each directory of path (a PATH value), then fallback (the
+// Makefile's RUSTC_FALLBACK, /usr/bin/rustc unless set).
+func RustcCandidates(rustc, path, fallback string) []string {
+	if rustc != "" {
+		return []string{rustc}
+	}
+	var out []string
+	for _, d := range filepath.SplitList(path) {
+		if d != "" {
+			out = append(out, filepath.Join(d, "rustc"))
+		}
+	}
+	if fallback == "" {
+		fallback = "/usr/bin/rustc"
+	}
+	return append(out, fallback)
+}
+
+// FindRustc returns the first of candidates whose sysroot has the
+// wasm32-wasip1 or wasm32-wasi standard library, as the Rust project's
+// Makefile picks it; "" when none has.
+func FindRustc(candidates []string) string {
+	for _, r := range candidates {
+		if st, err := os.Stat(r); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
+			continue
+		}
+		out, err := exec.Command(r, "--print", "sysroot").Output()
+		if err != nil {
+			continue
+		}
+		root := strings.TrimSpace(string(out))
+		for _, target := range []string{"wasm32-wasip1", "wasm32-wasi"} {
+			if st, err := os.Stat(filepath.Join(root, "lib", "rustlib", target)); err == nil && st.IsDir() {
+				return r
+			}
+		}
+	}
+	return ""
 }
 
 // Files returns the project of a package called name in language lang:
@@ -99,6 +162,8 @@ func Files(lang, name string) (map[string][]byte, error) {
 			}
 			b = bytes.ReplaceAll(b, []byte("__NAME__"), []byte(name))
 			b = bytes.ReplaceAll(b, []byte("__LANG__"), []byte(l.Title))
+			b = bytes.ReplaceAll(b, []byte("__RUST_TARGET_HELP_COMMENT__"), []byte(rustHelpLines("#   ", "")))
+			b = bytes.ReplaceAll(b, []byte("__RUST_TARGET_HELP_ECHO__"), []byte(rustHelpLines("\t  echo '  ", "' >&2; \\")))
 			out[rel] = b
 			return nil
 		})

@@ -411,7 +411,16 @@ document.getElementById("reload").addEventListener("click", async () => {
   try { renderPackage(await api("POST", "/api/reload")); } catch (e) { document.getElementById("pkg-meta").textContent = e.message; }
 });
 
-api("GET", "/api/package").then(renderPackage, (e) => {
-  document.getElementById("pkg-name").textContent = "Cannot load the package";
-  document.getElementById("pkg-meta").textContent = e.message;
-});
+// The server puts the package report into the page: draw it at once, so
+// the first paint (and a screenshot at the load event) shows the package,
+// refused or not. Without it (a page saved without its data), ask the API.
+let initialPackage = null;
+try { initialPackage = JSON.parse(document.getElementById("initial-package").textContent); } catch (e) { initialPackage = null; }
+if (initialPackage) {
+  renderPackage(initialPackage);
+} else {
+  api("GET", "/api/package").then(renderPackage, (e) => {
+    document.getElementById("pkg-name").textContent = "Cannot load the package";
+    document.getElementById("pkg-meta").textContent = e.message;
+  });
+}
