@@ -97,12 +97,14 @@ func (s *Server) Watch(ctx context.Context, o WatchOptions) error {
 				if ctx.Err() != nil {
 					return nil
 				}
+				// What the build wrote among the sources is not a change;
+				// taken before Built, so that an edit made after the build
+				// ended is one.
+				srcSeen = src.fingerprint()
+				srcBuilt = srcSeen
 				if o.Built != nil {
 					o.Built(err)
 				}
-				// What the build wrote among the sources is not a change.
-				srcSeen = src.fingerprint()
-				srcBuilt = srcSeen
 			}
 		}
 		now := w.fingerprint()
