@@ -196,12 +196,9 @@ func (fr *funcRewriter) charge(cost int64) {
 }
 
 // postCall ends the segment at a call that may charge the meter, and
-// makes the code after its return a segment that checks. Without it, a
-// guest unwinding a deep recursion ran every frame's code after the call
-// with no check at all: 20,000 frames of a function whose code after its
-// recursive call was 300,000 instructions ran 1.2 s past a 200 ms
-// deadline, and finished, and the stack holds millions of frames. The
-// check charges the tick the function's whole cost (an upper bound of
+// makes the code after its return a segment that checks, lest a guest
+// unwinding a deep recursion run every frame's code after the call with
+// no check at all (tail.go says which calls get one). The check charges the tick the function's whole cost (an upper bound of
 // what runs from the return to the next check), so that the second line
 // holds there too. A call straight before a loop header leaves it to the
 // loop's check.

@@ -22,10 +22,10 @@ import "github.com/subako/subako-runner/internal/wasmbin"
 // compiled code holds up a stop-the-world.
 //
 // Two counters in one register rather than two: a check is one
-// subtraction of both charges (region<<32 + cost) and one test, where it
-// was two subtractions, an or and a test, and a loop keeps one value of
-// the meter's in a register where it kept two (the C benchmark: 1.10×
-// with two, 1.07× with one, metered against unmetered). A fuel charge that
+// subtraction of both charges (region<<32 + cost) and one test, where two
+// would take two subtractions, an or and a test, and a loop keeps one
+// value of the meter's in a register instead of two (the C benchmark:
+// 1.10× with two, 1.07× with one, metered against unmetered). A fuel charge that
 // takes the low half below zero borrows one from the tick, which only
 // makes the tick's bound a unit tighter. The halves never run into each
 // other: a slice grants at most maxSlice (2^22) fuel and 2^26 tick, a
@@ -57,8 +57,8 @@ const (
 //
 // The empty then arm is deliberate: wazero lays the then arm out as the
 // fall-through, so the common case runs straight on and the refuel call is
-// out of line. Measured on the C benchmark, this shape cost half of what
-// "i64.lt_s; if; refuel; end" did.
+// out of line. Measured on the C benchmark, this shape costs half of what
+// "i64.lt_s; if; refuel; end" does.
 func (fr *funcRewriter) check(b []byte) []byte {
 	b = fr.refuelArm(fr.test(b))
 	return append(b, 0x0b)

@@ -102,12 +102,11 @@ func (fr *funcRewriter) joins() bool {
 // free reports whether an instruction costs nothing: block, loop, nop and
 // the end of a block, loop or if only mark structure and compile to no
 // code (a function's final end is its return and costs 1). Charging them
-// would bill
-// work that never runs, and a lot of it: Go's output opens one block per
-// resume point at its functions' dispatch loop (hundreds in a big
-// function) and re-enters that loop at every iteration of any loop the
-// function has, so a busy loop of three real instructions was charged
-// some 800. Every loop iteration still costs at least its back-edge
+// would bill work that never runs, and a lot of it: Go's output opens one
+// block per resume point at its functions' dispatch loop (hundreds in a
+// big function) and re-enters that loop at every iteration of any loop
+// the function has, so a busy loop of three real instructions would be
+// charged some 800. Every loop iteration still costs at least its back-edge
 // branch, and every call its call instruction.
 func free(op wasmbin.Opcode) bool {
 	switch op {
