@@ -22,80 +22,101 @@ func (rw *rewriter) code(sizeHint int) ([]byte, error) {
 	var extra []wasmbin.ValType
 	for i := range m.Codes {
 		code := &m.Codes[i]
-		ti := m.Functions[i]
-		if uint64(ti) >= uint64(len(m.Types)) {
-			return nil, fmt.Errorf("fuel: function %d has type index %d, past the %d types", int(rw.nImpFuncs)+i, ti, len(m.Types))
+		expr, err := fr.function(i, code)
+		if err != nil {
+			return nil, err
 		}
-		if len(code.Expr) > maxBodyBytes {
-			return nil, fmt.Errorf("%w: function %d has %d bytes of code, over the %d the meter's halves are sized for", ErrUnsupported, int(rw.nImpFuncs)+i, len(code.Expr), maxBodyBytes)
+		extra = fr.extraLocals(extra[:0])
+		c = appendCode(c, code, expr, extra)
+	}
+	return c, nil
+}
+
+// function sets fr up for the defined function i (its shape, locals and
+// frame weight) and returns its rewritten body.
+func (fr *funcRewriter) function(i int, code *wasmbin.Code) ([]byte, error) {
+	rw, m := fr.rw, fr.rw.m
+	ti := m.Functions[i]
+	if uint64(ti) >= uint64(len(m.Types)) {
+		return nil, fmt.Errorf("fuel: function %d has type index %d, past the %d types", int(rw.nImpFuncs)+i, ti, len(m.Types))
+	}
+	if len(code.Expr) > maxBodyBytes {
+		return nil, fmt.Errorf("%w: function %d has %d bytes of code, over the %d the meter's halves are sized for", ErrUnsupported, int(rw.nImpFuncs)+i, len(code.Expr), maxBodyBytes)
+	}
+	nLocals := uint64(len(m.Types[ti].Params))
+	for _, l := range code.Locals {
+		nLocals += uint64(l.Count)
+	}
+	if nLocals >= 1<<32-8 {
+		return nil, fmt.Errorf("fuel: function %d has too many locals to add the meter's", int(rw.nImpFuncs)+i)
+	}
+	hasLoop, hasCall := rw.shapes[i]&hasLoopBit != 0, rw.shapes[i]&hasCallBit != 0
+	fr.local, fr.checkEntry, fr.usedTemp = hasLoop, hasCall, false
+	fr.callersPay = rw.leafCost[i] > 0
+	fr.postCalls, fr.nextPostCall = fr.postCalls[:0], 0
+	if hasCall {
+		var err error
+		if fr.postCalls, err = rw.tails(code, fr.postCalls); err != nil {
+			return nil, fmt.Errorf("fuel: function %d: %w", int(rw.nImpFuncs)+i, err)
 		}
-		nLocals := uint64(len(m.Types[ti].Params))
-		for _, l := range code.Locals {
-			nLocals += uint64(l.Count)
-		}
-		if nLocals >= 1<<32-8 {
-			return nil, fmt.Errorf("fuel: function %d has too many locals to add the meter's", int(rw.nImpFuncs)+i)
-		}
-		hasLoop, hasCall := rw.shapes[i]&hasLoopBit != 0, rw.shapes[i]&hasCallBit != 0
-		fr.local, fr.checkEntry, fr.usedTemp = hasLoop, hasCall, false
-		fr.callersPay = rw.leafCost[i] > 0
-		fr.postCalls, fr.nextPostCall = fr.postCalls[:0], 0
-		if hasCall {
-			var err error
-			if fr.postCalls, err = rw.tails(code, fr.postCalls); err != nil {
-				return nil, fmt.Errorf("fuel: function %d: %w", int(rw.nImpFuncs)+i, err)
-			}
-		}
-		fr.nLocals, fr.meterLocal, fr.temp = uint32(nLocals), uint32(nLocals), uint32(nLocals)
-		if fr.local {
-			fr.temp++
-		}
-		fr.depth, fr.depthLocal = hasCall, fr.temp // depth.go
-		if fr.depth {
-			fr.temp++
-			callAt, err := rw.lastCall(code)
-			if err != nil {
-				return nil, fmt.Errorf("fuel: function %d: %w", int(rw.nImpFuncs)+i, err)
-			}
-			fr.weight = frameWeight(nLocals, callAt)
-		}
-		fr.refLocals = fr.refLocals[:0]
-		expr, err := fr.body(code)
+	}
+	fr.nLocals, fr.meterLocal, fr.temp = uint32(nLocals), uint32(nLocals), uint32(nLocals)
+	if fr.local {
+		fr.temp++
+	}
+	fr.depth, fr.depthLocal = hasCall, fr.temp // depth.go
+	if fr.depth {
+		fr.temp++
+		callAt, err := rw.lastCall(code)
 		if err != nil {
 			return nil, fmt.Errorf("fuel: function %d: %w", int(rw.nImpFuncs)+i, err)
 		}
-		// The locals: copied verbatim, plus the i64 meter's cache and
-		// the two i32 temporaries of size-charged instructions when used.
-		extra = extra[:0]
-		if fr.local {
-			extra = append(extra, wasmbin.I64)
-		}
-		if fr.depth {
-			extra = append(extra, wasmbin.I32)
-		}
-		if fr.usedTemp {
-			extra = append(extra, wasmbin.I32, wasmbin.I32)
-		}
-		extra = append(extra, fr.refLocals...)
-		locals := code.Body[:code.ExprOffset-code.BodyOffset]
-		if len(extra) == 0 {
-			c = wasmbin.AppendU32(c, uint32(len(locals)+len(expr)))
-			c = append(c, locals...)
-			c = append(c, expr...)
-			continue
-		}
-		_, groupsLen, _ := wasmbin.ReadU32(locals) // decoded once already
-		groups := wasmbin.AppendU32(nil, uint32(len(code.Locals)+len(extra)))
-		size := len(groups) + len(locals) - groupsLen + 2*len(extra) + len(expr)
-		c = wasmbin.AppendU32(c, uint32(size))
-		c = append(c, groups...)
-		c = append(c, locals[groupsLen:]...)
-		for _, t := range extra {
-			c = append(c, 1, byte(t))
-		}
-		c = append(c, expr...)
+		fr.weight = frameWeight(nLocals, callAt)
 	}
-	return c, nil
+	fr.refLocals = fr.refLocals[:0]
+	expr, err := fr.body(code)
+	if err != nil {
+		return nil, fmt.Errorf("fuel: function %d: %w", int(rw.nImpFuncs)+i, err)
+	}
+	return expr, nil
+}
+
+// extraLocals appends to extra the types of the locals the rewrite added
+// to the function just rewritten: the i64 meter's cache, the call depth,
+// the two i32 temporaries of size-charged instructions, and the reference
+// temporaries, each when used.
+func (fr *funcRewriter) extraLocals(extra []wasmbin.ValType) []wasmbin.ValType {
+	if fr.local {
+		extra = append(extra, wasmbin.I64)
+	}
+	if fr.depth {
+		extra = append(extra, wasmbin.I32)
+	}
+	if fr.usedTemp {
+		extra = append(extra, wasmbin.I32, wasmbin.I32)
+	}
+	return append(extra, fr.refLocals...)
+}
+
+// appendCode appends a function's code entry: its locals copied verbatim,
+// one group of one local for each of extra, and expr.
+func appendCode(c []byte, code *wasmbin.Code, expr []byte, extra []wasmbin.ValType) []byte {
+	locals := code.Body[:code.ExprOffset-code.BodyOffset]
+	if len(extra) == 0 {
+		c = wasmbin.AppendU32(c, uint32(len(locals)+len(expr)))
+		c = append(c, locals...)
+		return append(c, expr...)
+	}
+	_, groupsLen, _ := wasmbin.ReadU32(locals) // decoded once already
+	groups := wasmbin.AppendU32(nil, uint32(len(code.Locals)+len(extra)))
+	size := len(groups) + len(locals) - groupsLen + 2*len(extra) + len(expr)
+	c = wasmbin.AppendU32(c, uint32(size))
+	c = append(c, groups...)
+	c = append(c, locals[groupsLen:]...)
+	for _, t := range extra {
+		c = append(c, 1, byte(t))
+	}
+	return append(c, expr...)
 }
 
 // Function shapes, from scan.
