@@ -12,8 +12,8 @@ import (
 //
 // wazero keeps a guest's call stack in a Go byte slice that doubles as
 // the guest goes deeper, up to about 100 MB an instance, counted by no
-// limit: a recursion under a 1 MiB memory limit took the host to 190 MB
-// (the old stack and its copy live together while it grows). So the
+// limit: unbounded, a recursion under a 1 MiB memory limit takes the host
+// to 190 MB (the old stack and its copy live together while it grows). So the
 // rewriter bounds the call depth itself. A mutable i32 global the module
 // cannot name (it sits past the meter, and checkIndices refuses every
 // global index past the module's own) holds the frames left, starting at

@@ -28,7 +28,7 @@
 // checks its context and deadline, within a tick's grant, and nothing on
 // the host side has to run for that (a goroutine could not, while the
 // spinning guest holds up a stop-the-world). One register for both makes
-// a check one subtraction and one test (see tickShift in code.go).
+// a check one subtraction and one test (see tickShift in check.go).
 //
 // The counter is checked only where a guest could otherwise run long: at
 // loop headers and at the entries of functions that make calls (every
@@ -54,13 +54,13 @@
 //     loop, nop and the end of a block, loop or if, which cost nothing
 //     (they only mark structure and compile to no code; Go's output
 //     re-enters a nest of one block per call site at every iteration of a
-//     function's loops, so charging them billed a busy loop of a few
+//     function's loops, so charging them would bill a busy loop of a few
 //     instructions hundreds); a function's final end is its return and
 //     costs 1, and every loop iteration still pays for its branch;
 //   - the pieces an if (its then arm) or a forward br_if (the code after
 //     it) may skip get a charge of their own when they cost more than 8;
 //     a smaller piece is charged with the code before it, skipped or not
-//     (per-instruction exactness there cost 5% more code, 30% longer
+//     (per-instruction exactness there costs 5% more code, 30% longer
 //     compilation and a few percent of run time on Go guests);
 //   - instructions after an unconditional branch, up to the end or else
 //     of their block, are dead and cost nothing;
@@ -69,8 +69,8 @@
 //     charged after they ran (one that traps did no work and ends the
 //     instance); memory.grow costs PageCost per page and table.grow 1 per
 //     element only when the growth happened: a refused growth did no work,
-//     and charging what it asked for let a guest buy seconds of fuel for
-//     microseconds of time;
+//     and charging what it asked for would let a guest buy seconds of
+//     fuel for microseconds of time;
 //   - a direct call of an imported (host) function costs ImportCallCost
 //     more;
 //   - a small leaf (leaf.go: at most smallLeafBytes of code, no loop, no
@@ -113,6 +113,22 @@
 // takes its frame's weight off on entry, and the call fails with
 // ErrCallStackExhausted when it would go below zero.
 //
-// The rewriter files (instrument.go, code.go, names.go, data.go) are pure Go; the
-// host side (meter.go) is the only file that imports wazero.
+// The files, by job:
+//   - instrument.go: the module rewrite, section by section; names.go the
+//     name section, data.go the data segments;
+//   - code.go: the code section, and the scan of every function's shape;
+//   - rewriter.go: the state of one function's rewrite, and where its
+//     meter lives (a local or the global);
+//   - body.go: the walk of one body, a method per class of instruction
+//     (block structure, branches, exits, calls); bulk.go the instructions
+//     charged by size, and table.grow behind the host;
+//   - charge.go: segments, their charges, and the tick's regions;
+//     check.go: the meter's two halves and the overdraft check;
+//   - leaf.go, tail.go, hostcall.go, depth.go: small leaves, checks after
+//     a call's return, host calls, call depth;
+//   - meter.go, stop.go: the host side, refuel and the record of why an
+//     instance ended; version.go: MeteringVersion.
+//
+// Every file but meter.go is pure Go; meter.go is the only one that
+// imports wazero.
 package fuel

@@ -11,8 +11,8 @@ import "github.com/subako/subako-runner/internal/wasmbin"
 // reference of has: leaf.go's indirectCallees.host). The indirect site
 // pays it whichever function of that type it reaches: the rewriter
 // cannot tell which at rewrite time, and the charge stays deterministic.
-// Before, only a direct call paid, and 100,000 sched_yield through
-// call_indirect ran under a budget of 10^7.
+// Were only a direct call to pay, 100,000 sched_yield through
+// call_indirect would run under a budget of 10^7.
 //
 // A host call may take far longer than its cost says (a path lookup, a
 // poll), and the fuel a slice grants was sized by the cheap code before

@@ -20,7 +20,7 @@ const (
 	ImportModule = abi.ModuleFuel
 	ImportName   = "refuel"
 	// CounterExport names the exported mutable i64 global holding the
-	// meter (see tickShift in code.go): in its low 32 bits the fuel left
+	// meter (see tickShift in check.go): in its low 32 bits the fuel left
 	// in the current slice, in its high 32 bits the tick, the deadline's
 	// second line, a counter charged by the code's structure rather than
 	// its cost model. It starts at 0, so the first charge refuels. No

@@ -17,8 +17,9 @@ import (
 // and every caller that caches the counter writes it back before the call
 // and reloads it after, a store-to-load round trip through memory on the
 // caller's critical path at every call. A C qsort calls its comparison
-// through call_indirect a couple of million times; on the C benchmark
-// these round trips were a third of the metering's cost.
+// through call_indirect a couple of million times; on the C benchmark,
+// charged the usual way, these round trips are a third of the metering's
+// cost.
 //
 // So a small leaf (at most smallLeafBytes of code) charges nothing
 // itself: every call site that can reach it adds the leaf's whole cost,

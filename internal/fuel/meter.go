@@ -32,10 +32,9 @@ const ExitCodeOutOfFuel uint32 = 0xfffffffd
 //
 // maxSlice bounds what one slice can hand out whatever the guest did before:
 // 4 Mi units, a few milliseconds of the fastest real work (a tight loop
-// retires one to a few units a nanosecond). It was 2^34, and a guest that
-// spent fuel without spending time (failed grows were charged by the pages
-// asked for) doubled its slices up to it and then ran seconds of real work
-// without coming back to Go.
+// retires one to a few units a nanosecond). A guest that spends fuel
+// without spending time doubles its slices up to it, and a looser bound
+// would let it then run seconds of real work without coming back to Go.
 const (
 	sliceTarget  = time.Millisecond
 	initialSlice = 1 << 20
@@ -271,7 +270,7 @@ func refuel(ctx context.Context, mod api.Module, stack []uint64) {
 }
 
 // fuelHalf is the fuel counter in a meter: its low 32 bits, signed (see
-// tickShift in code.go).
+// tickShift in check.go).
 func fuelHalf(meter uint64) int64 { return int64(int32(uint32(meter))) }
 
 // tickHalf is the tick in a meter: its high 32 bits, signed.

@@ -12,9 +12,9 @@ import (
 // Checks sit at loop headers and at the entries of functions that call:
 // every unbounded execution repeats one or the other. A deep recursion
 // that unwinds repeats neither, and each frame runs the code after its
-// call on the way back, with no check at all: 20,000 frames of a function
-// with 100,000 instructions after its recursive call ran 1.2 s past a
-// 200 ms deadline, on both lines, and finished; a call stack holds
+// call on the way back, with no check at all: unchecked, 20,000 frames of
+// a function with 100,000 instructions after its recursive call run 1.2 s
+// past a 200 ms deadline, on both lines, and finish; a call stack holds
 // millions of frames. So the code after a call that may charge the meter
 // (one whose callee is not a small leaf) starts with a check when, along
 // some path, it can run more than maxUncheckedTail before it reaches a
