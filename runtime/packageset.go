@@ -33,6 +33,10 @@ type PackageSetConfig struct {
 	// not collect for minutes, nor give freed pages back: evicted code and
 	// garbage would stay resident and the budget would mean nothing. 0
 	// means MaxBytes/4 (64 MiB without MaxBytes); negative never.
+	//
+	// Experimental: the heuristic and its default follow measurements of
+	// this runner and of Go's collector, and may change in any release
+	// (docs/embedding.md, "What may change").
 	CollectAfter int64
 	// StrictBudget makes an open wait, when the packages in use (and the
 	// opens begun before it) leave no room in the budget, until calls end
@@ -42,6 +46,10 @@ type PackageSetConfig struct {
 	// holds more than its budget until the calls end. With it, never hold
 	// one Acquire while acquiring another key: with a full budget that
 	// waits for itself (until its ctx ends).
+	//
+	// Experimental: how an open waits for room is the set's budgeting
+	// heuristic, tuned by measurement, and may change meaning or go away
+	// in any release (docs/embedding.md, "What may change").
 	StrictBudget bool
 }
 
