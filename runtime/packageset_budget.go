@@ -134,10 +134,9 @@ func (s *PackageSet) forget(e *setEntry) *setEntry {
 	return e
 }
 
-// closeAll closes the packages of entries forgotten, and tells the
-// observer of each eviction.
-// closeAll closes entries and returns their bytes, for the caller to count
-// towards a collection (noteChurn).
+// closeAll closes the packages of entries forgotten, tells the observer of
+// each eviction, and returns their bytes, for the caller to count towards a
+// collection (noteChurn).
 func (s *PackageSet) closeAll(entries []*setEntry) (closed int64) {
 	for _, e := range entries {
 		if err := e.pkg.Close(context.Background()); err != nil {
