@@ -206,14 +206,14 @@ func (l *limitFlags) register(cmd *cobra.Command) {
 // formatFuel writes a budget the way --fuel reads it back, a power of ten
 // as 1eN ("1e11"), anything else in digits.
 func formatFuel(n uint64) string {
-	m, e := n, 0
+	m, exp := n, 0
 	for m >= 10 && m%10 == 0 {
-		m, e = m/10, e+1
+		m, exp = m/10, exp+1
 	}
-	if e < 3 {
+	if exp < 3 {
 		return strconv.FormatUint(n, 10)
 	}
-	return strconv.FormatUint(m, 10) + "e" + strconv.Itoa(e)
+	return strconv.FormatUint(m, 10) + "e" + strconv.Itoa(exp)
 }
 
 // formatSeconds writes a duration as --timeout reads it back, in seconds

@@ -50,18 +50,18 @@ func moduleName(path string) string {
 	return filepath.Base(path)
 }
 
-func (p *progress) event(e runtime.ProgressEvent) {
+func (p *progress) event(ev runtime.ProgressEvent) {
 	switch {
-	case e.Step == runtime.StepCompile && !e.Done:
+	case ev.Step == runtime.StepCompile && !ev.Done:
 		n := countFiles(p.cacheDir)
 		p.mu.Lock()
 		p.cacheBefore = n
 		p.mu.Unlock()
-		p.start(fmt.Sprintf("compiling %s (%s)…", p.subject, decimalBytes(e.Bytes)))
-	case e.Step == runtime.StepCompile:
+		p.start(fmt.Sprintf("compiling %s (%s)…", p.subject, decimalBytes(ev.Bytes)))
+	case ev.Step == runtime.StepCompile:
 		p.end()
-		p.logCompile(e)
-	case e.Step == runtime.StepDiscover && !e.Done:
+		p.logCompile(ev)
+	case ev.Step == runtime.StepDiscover && !ev.Done:
 		p.start(fmt.Sprintf("discovering the tools of %s…", p.subject))
 	default:
 		p.end()
@@ -71,8 +71,8 @@ func (p *progress) event(e runtime.ProgressEvent) {
 // logCompile says at debug level whether the compiled code came from the
 // cache: a compilation stores a new file in the cache directory, a hit
 // does not.
-func (p *progress) logCompile(e runtime.ProgressEvent) {
-	fields := []zap.Field{zap.String("module", p.subject), zap.Int("bytes", e.Bytes), zap.Duration("duration", e.Duration)}
+func (p *progress) logCompile(ev runtime.ProgressEvent) {
+	fields := []zap.Field{zap.String("module", p.subject), zap.Int("bytes", ev.Bytes), zap.Duration("duration", ev.Duration)}
 	switch {
 	case p.cacheDir == "":
 		p.log.Debug("compiled the module (no compilation cache)", fields...)

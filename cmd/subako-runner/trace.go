@@ -24,25 +24,25 @@ type tracer struct {
 	w  io.Writer
 }
 
-func (t *tracer) event(e runtime.TraceEvent) {
+func (t *tracer) event(ev runtime.TraceEvent) {
 	var what string
-	switch e.Kind {
+	switch ev.Kind {
 	case runtime.TraceSend:
-		what = "→ " + boundLine(e.Line)
+		what = "→ " + boundLine(ev.Line)
 	case runtime.TraceReceive:
-		what = "← " + boundLine(e.Line)
+		what = "← " + boundLine(ev.Line)
 	case runtime.TraceStderr:
-		what = "stderr: " + boundLine(e.Line)
+		what = "stderr: " + boundLine(ev.Line)
 	case runtime.TraceClose:
 		what = "stdin closed"
 	case runtime.TraceExit:
-		what = "exited: " + e.Exit
+		what = "exited: " + ev.Exit
 	default:
-		what = string(e.Kind)
+		what = string(ev.Kind)
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	fmt.Fprintf(t.w, "%s #%d %s\n", e.Time.Format("15:04:05.000000"), e.Instance, what)
+	fmt.Fprintf(t.w, "%s #%d %s\n", ev.Time.Format("15:04:05.000000"), ev.Instance, what)
 }
 
 // boundLine is the line, cut at traceLineMax bytes (on a character

@@ -17,22 +17,15 @@ import (
 // would: a module it refuses is an invalid_module rejection naming what
 // is wrong and where.
 //
-// wazero validates a module in full (every index, type and instruction)
-// only as the first step of compiling it, and what the runtime compiles is
-// the metered module, which has a local, globals, types and imports the
-// upload did not. Validating only that let an invalid module pass: one
-// whose function sets "local 1" with a single local is valid once the
-// rewriter appends its counter as local 1, and then refills its own fuel.
-// So the module as uploaded is validated too, by wazero's decoder and
-// validator on a runtime of its own, made for it and closed after
-// (internal/wasmvalid, which stops the compilation before the engine
-// starts: 0.2 s of the 14 MB Go SDK module, against the 1.1 s the
-// interpreter's compilation of it cost when the validation ran it to the
-// end; the interpreter is the engine only so that a module without
-// functions, compiled whole, costs nothing). fuel.Instrument checks the
-// indices it makes room for on its own as well (fuel.ErrIndex), so Open's
-// re-metering of a stored module.wasm keeps that line even without this
-// one.
+// The runtime compiles the metered module, whose added local, globals,
+// types and imports can make an invalid upload valid (a function that sets
+// "local 1" with one local would set the meter's counter): the upload is
+// refused here first. wazero validates only as the first step of compiling,
+// so internal/wasmvalid compiles on a runtime of its own and stops before
+// the engine starts, on the interpreter so that a module without functions
+// costs nothing (measured in docs/RATIONALE.md, "Why two lines for the time
+// limit…"). fuel.Instrument refuses the indices it gives a meaning to on its
+// own as well (fuel.ErrIndex), for the re-metering that skips this.
 func (c *Compiler) Validate(ctx context.Context, module []byte, timeout time.Duration) error {
 	if c.isClosed != nil && c.isClosed() {
 		return fmt.Errorf("validate: %w", c.closedErr)

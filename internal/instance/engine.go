@@ -82,27 +82,27 @@ func NewEngine(cfg EngineConfig) *Engine {
 }
 
 // IsClosed reports whether Close has begun: no instance starts after it.
-func (e *Engine) IsClosed() bool { return e.gate.IsClosed() }
+func (eng *Engine) IsClosed() bool { return eng.gate.IsClosed() }
 
 // Close shuts the admission gate (instances running are stopped through
 // their contexts) and returns the channel closed once every instance has
 // ended; call Release after that.
-func (e *Engine) Close() <-chan struct{} { return e.gate.Close() }
+func (eng *Engine) Close() <-chan struct{} { return eng.gate.Close() }
 
 // Release gives the pooled memories back to the OS, once no instance runs.
-func (e *Engine) Release() { e.pool.Close() }
+func (eng *Engine) Release() { eng.pool.Close() }
 
 // Waiting is how many instances wait for their turn (for tests).
-func (e *Engine) Waiting() int64 { return e.gate.Waiting() }
+func (eng *Engine) Waiting() int64 { return eng.gate.Waiting() }
 
 // Admit takes a place at the gate for work that is not an instance of
 // the engine's own (tests hold places with it).
-func (e *Engine) Admit(ctx context.Context) (admission.Place, context.Context, error) {
-	return e.gate.Admit(ctx)
+func (eng *Engine) Admit(ctx context.Context) (admission.Place, context.Context, error) {
+	return eng.gate.Admit(ctx)
 }
 
 // SetEndGrace shortens the grace before a slow stop is logged (for tests).
-func (e *Engine) SetEndGrace(d time.Duration) { e.grace = d }
+func (eng *Engine) SetEndGrace(d time.Duration) { eng.grace = d }
 
 // Timing is when an instance began and how long its instantiation and
 // its _start took, for tracing (CallEvent).
@@ -115,13 +115,13 @@ type Timing struct {
 // _start. wazero reports exit code 0 as success. It is the one place
 // guest instances start: the instance count follows it, and timing
 // records its instantiation.
-func (e *Engine) run(ctx context.Context, compiled wazero.CompiledModule, timing *Timing) error {
-	if e.started != nil {
-		e.started(ctx)
-		defer e.ended(ctx)
+func (eng *Engine) run(ctx context.Context, compiled wazero.CompiledModule, timing *Timing) error {
+	if eng.started != nil {
+		eng.started(ctx)
+		defer eng.ended(ctx)
 	}
 	began := time.Now()
-	mod, err := e.instantiate(ctx, compiled)
+	mod, err := eng.instantiate(ctx, compiled)
 	timing.Start, timing.Instantiate = began, time.Since(began)
 	if err != nil {
 		if m := fuel.FromContext(ctx); m != nil {
@@ -154,11 +154,11 @@ func (e *Engine) run(ctx context.Context, compiled wazero.CompiledModule, timing
 // comes. Sessions check the initial memory against the limit first
 // (InitialMemoryFits); this is the backstop. The allocator has recorded
 // the refusal, so the end is out_of_memory.
-func (e *Engine) instantiate(ctx context.Context, compiled wazero.CompiledModule) (mod api.Module, err error) {
+func (eng *Engine) instantiate(ctx context.Context, compiled wazero.CompiledModule) (mod api.Module, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			mod, err = nil, fmt.Errorf("the module could not be instantiated: %v", r)
 		}
 	}()
-	return e.wz.InstantiateModule(ctx, compiled, e.modConfig)
+	return eng.wz.InstantiateModule(ctx, compiled, eng.modConfig)
 }

@@ -106,10 +106,10 @@ type Instance struct {
 // started yet. The error is the engine's closed error (the runtime
 // closed), the caller's cancellation with its cause, or the mounts'. The
 // caller must Close the instance once done with it.
-func (e *Engine) Start(ctx context.Context, spec Spec) (*Instance, error) {
-	place, actx, err := e.gate.Admit(ctx)
+func (eng *Engine) Start(ctx context.Context, spec Spec) (*Instance, error) {
+	place, actx, err := eng.gate.Admit(ctx)
 	if err != nil {
-		if errors.Is(err, e.closedErr) {
+		if errors.Is(err, eng.closedErr) {
 			return nil, err
 		}
 		if cerr := Canceled(ctx, "waiting for its turn to run"); cerr != nil {
@@ -117,7 +117,7 @@ func (e *Engine) Start(ctx context.Context, spec Spec) (*Instance, error) {
 		}
 		return nil, err
 	}
-	in := &Instance{eng: e, compiled: spec.Compiled, lim: spec.Limits, place: place, parent: actx,
+	in := &Instance{eng: eng, compiled: spec.Compiled, lim: spec.Limits, place: place, parent: actx,
 		stdin: spec.Stdin, Started: time.Now(), gone: make(chan struct{})}
 	if spec.Mounts != nil {
 		if in.Mounts, err = spec.Mounts(); err != nil {
@@ -134,7 +134,7 @@ func (e *Engine) Start(ctx context.Context, spec Spec) (*Instance, error) {
 	var stderr io.Writer
 	if spec.Session {
 		in.stderr = newStderrTail(lim.StderrTail, spec.Log)
-		in.trace = e.newTrace()
+		in.trace = eng.newTrace()
 		stderr = in.trace.stderr(in.stderr)
 	} else {
 		in.stderr = newStderrTail(lim.StderrTail, nil)
@@ -143,7 +143,7 @@ func (e *Engine) Start(ctx context.Context, spec Spec) (*Instance, error) {
 			stderr = io.MultiWriter(spec.Stderr, in.stderr)
 		}
 	}
-	in.Memory = linmem.New(uint64(lim.Memory), e.pool)
+	in.Memory = linmem.New(uint64(lim.Memory), eng.pool)
 	in.Fuel = fuel.NewMeter(lim.Fuel)
 
 	in.deadline = in.Started.Add(spec.Timeout)

@@ -67,7 +67,7 @@ type Session struct {
 // starting it: requests posted before Start or RunHere are in stdin when
 // the guest first reads. The caller must then start it (Start or RunHere),
 // end it (Finish or Abort) and Close it. An error is Start's.
-func (e *Engine) NewSession(ctx context.Context, spec Spec) (*Session, error) {
+func (eng *Engine) NewSession(ctx context.Context, spec Spec) (*Session, error) {
 	s := &Session{
 		log:       spec.Log,
 		done:      make(chan error, 1),
@@ -77,7 +77,7 @@ func (e *Engine) NewSession(ctx context.Context, spec Spec) (*Session, error) {
 	lim := spec.Limits
 	s.split = protocol.NewLineSplitter(lim.StdoutLine, lim.StdoutTotal, s.onLine)
 	spec.Stdin, spec.Stdout, spec.Session = wasi.NewStdin(), stdoutWriter{s}, true
-	in, err := e.Start(ctx, spec)
+	in, err := eng.Start(ctx, spec)
 	if err != nil {
 		return nil, err
 	}

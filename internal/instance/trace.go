@@ -36,11 +36,11 @@ type trace struct {
 	err      *stderrTrace // set by stderr; its last line is traced at the exit
 }
 
-func (e *Engine) newTrace() *trace {
-	if e.traceFn == nil {
+func (eng *Engine) newTrace() *trace {
+	if eng.traceFn == nil {
 		return nil
 	}
-	return &trace{instance: e.traceSeq.Add(1), fn: e.traceFn}
+	return &trace{instance: eng.traceSeq.Add(1), fn: eng.traceFn}
 }
 
 func (t *trace) event(kind string, line []byte) {
@@ -57,11 +57,11 @@ func (t *trace) exit(err error) {
 	if t == nil {
 		return
 	}
-	if e := t.err; e != nil && len(e.line) > 0 {
+	if stderr := t.err; stderr != nil && len(stderr.line) > 0 {
 		// A last stderr line without "\n"; the instance has ended, so no
 		// write races this.
-		t.event(TraceStderr, e.line)
-		e.line = nil
+		t.event(TraceStderr, stderr.line)
+		stderr.line = nil
 	}
 	how := "exit code 0"
 	if err != nil {

@@ -11,9 +11,9 @@ import (
 // the exit.
 func TestStderrTraceSplitsLines(t *testing.T) {
 	var lines []string
-	tr := &trace{instance: 1, fn: func(e Event) {
-		if e.Kind == TraceStderr {
-			lines = append(lines, string(e.Line))
+	tr := &trace{instance: 1, fn: func(ev Event) {
+		if ev.Kind == TraceStderr {
+			lines = append(lines, string(ev.Line))
 		}
 	}}
 	var sink strings.Builder

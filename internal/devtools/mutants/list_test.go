@@ -336,10 +336,10 @@ var list = []mutant{
 	}`, to: `		return 1
 	}`},
 
-	// The package set's budget and holders (runtime/packageset.go).
-	{id: "packageset/opens-not-counted", file: "runtime/packageset.go",
+	// The package set's budget and holders (runtime/packageset*.go).
+	{id: "packageset/opens-not-counted", file: "runtime/packageset_budget.go",
 		from: `s.stats.ResidentBytes+s.reservedBytes > s.cfg.MaxBytes`, to: `s.stats.ResidentBytes > s.cfg.MaxBytes`, run: "^TestPackageSet"},
-	{id: "packageset/release-closes-under-second-holder", file: "runtime/packageset.go",
+	{id: "packageset/release-closes-under-second-holder", file: "runtime/packageset_open.go",
 		from: `	if e.refs == 0 && e.pkg != nil {`, to: `	if e.refs <= 1 && e.pkg != nil {`, run: "^TestPackageSet"},
 	{id: "packageset/remove-closes-under-holder", file: "runtime/packageset.go",
 		from: `		if e.refs == 0 {`, to: `		if e.refs <= 1 {`, run: "^TestPackageSet"},

@@ -20,7 +20,13 @@ import (
 )
 
 // statelessVersion is the first MCP revision without sessions: its requests
-// carry MCP-Protocol-Version on every POST and need no Mcp-Session-Id.
+// and a later revision's carry MCP-Protocol-Version on every POST and need
+// no Mcp-Session-Id. It is not protocol.Version, the revision ABI 1's
+// guests speak, although the two are equal today: this one is where MCP
+// dropped sessions and bounds the comparison in handler, and a later
+// protocol.Version must not raise it (clients of this revision would get
+// sessions again). TestStatelessVersion pins protocol.Version to it or
+// later.
 const statelessVersion = "2026-07-28"
 
 // DefaultMaxSessions is how many sessions (of 2025-06-18 and 2025-11-25

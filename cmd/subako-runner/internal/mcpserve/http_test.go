@@ -18,8 +18,20 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/subako/subako-runner/limits"
+	"github.com/subako/subako-runner/protocol"
 	"github.com/subako/subako-runner/runtime"
 )
+
+// TestStatelessVersion: the revision ABI 1's guests speak is one Handler
+// serves statelessly, and the SDK knows the first stateless revision.
+func TestStatelessVersion(t *testing.T) {
+	if protocol.Version < statelessVersion {
+		t.Errorf("protocol.Version %q is before the first stateless revision %q: Handler would give its clients sessions", protocol.Version, statelessVersion)
+	}
+	if !slices.Contains(mcp.SupportedProtocolVersions(), statelessVersion) {
+		t.Errorf("the MCP SDK does not support %q (it has %v): the stateless handler would refuse its requests", statelessVersion, mcp.SupportedProtocolVersions())
+	}
+}
 
 // TestHTTPRevisions: over Streamable HTTP a 2026-07-28 client is served
 // statelessly (no session id ever), a 2025-11-25 client gets a session.
