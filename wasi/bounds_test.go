@@ -429,15 +429,7 @@ func TestFloodingGuestEndsAtItsDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	r := wazero.NewRuntime(ctx)
-	defer r.Close(ctx)
-	if _, err := Instantiate(ctx, r); err != nil {
-		t.Fatal(err)
-	}
-	compiled, err := r.CompileModule(ctx, bin)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, compiled := compileWithWASI(t, bin)
 	w := &countingWriter{}
 	in := NewInstance(Config{Stderr: w})
 	defer in.Close()
@@ -466,6 +458,24 @@ func TestFloodingGuestEndsAtItsDeadline(t *testing.T) {
 		t.Errorf("the flood allocated %d bytes on the host", alloc)
 	}
 	t.Logf("%d fd_writes moved %d bytes; the host allocated %d bytes", w.bytes/defaultMaxStdioWrite, w.bytes, alloc)
+}
+
+// compileWithWASI is a plain wazero runtime with this package's module
+// instantiated and bin compiled on it, closed with the test: where nothing
+// but the host functions can stop a guest.
+func compileWithWASI(t *testing.T, bin []byte) (wazero.Runtime, wazero.CompiledModule) {
+	t.Helper()
+	ctx := context.Background()
+	r := wazero.NewRuntime(ctx)
+	t.Cleanup(func() { r.Close(ctx) })
+	if _, err := Instantiate(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	compiled, err := r.CompileModule(ctx, bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, compiled
 }
 
 // TestDefaultMaxStdioWriteIsTheDefaultLine keeps the documented link: a

@@ -81,15 +81,7 @@ func TestChainGuestEndsAtItsDeadline(t *testing.T) {
 	}
 	defer set.Close()
 	ctx := context.Background()
-	r := wazero.NewRuntime(ctx)
-	defer r.Close(ctx)
-	if _, err := Instantiate(ctx, r); err != nil {
-		t.Fatal(err)
-	}
-	compiled, err := r.CompileModule(ctx, bin)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, compiled := compileWithWASI(t, bin)
 	in := NewInstance(Config{Mounts: set})
 	defer in.Close()
 	// Any deadline would do; the assertion is on how the run ended.
