@@ -11,7 +11,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/tetratelabs/wazero"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/subako/subako-runner/internal/fuel"
 	"github.com/subako/subako-runner/internal/modcheck"
+	"github.com/subako/subako-runner/internal/regfile"
 	"github.com/subako/subako-runner/limits"
 	"github.com/subako/subako-runner/protocol"
 )
@@ -261,35 +261,16 @@ func ReadArtifact(dir string) (*Artifact, error) {
 // when it is over limit bytes, and never reading more than limit+1 bytes
 // of one that grows meanwhile.
 func readBounded(path string, limit int64) ([]byte, error) {
-	// O_NONBLOCK: opening a FIFO put in the file's place must not wait
-	// for a writer.
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !info.Mode().IsRegular() {
+	b, err := regfile.ReadFile(path, limit)
+	var notRegular *regfile.NotRegularError
+	var tooLarge *regfile.TooLargeError
+	switch {
+	case errors.As(err, &notRegular):
 		return nil, fmt.Errorf("%s is not a regular file (corrupted store?)", path)
+	case errors.As(err, &tooLarge):
+		return nil, fmt.Errorf("%s is %d bytes, over the %d bytes an artifact's file may be (corrupted store?)", path, tooLarge.Size, limit)
 	}
-	tooLarge := func(size int64) error {
-		return fmt.Errorf("%s is %d bytes, over the %d bytes an artifact's file may be (corrupted store?)", path, size, limit)
-	}
-	if info.Size() > limit {
-		return nil, tooLarge(info.Size())
-	}
-	var buf bytes.Buffer
-	buf.Grow(int(info.Size()) + bytes.MinRead)
-	if _, err := buf.ReadFrom(io.LimitReader(f, limit+1)); err != nil {
-		return nil, err
-	}
-	if int64(buf.Len()) > limit {
-		return nil, tooLarge(int64(buf.Len()))
-	}
-	return buf.Bytes(), nil
+	return b, err
 }
 
 // Open opens a package from its artifact and its directory (or bare .wasm
