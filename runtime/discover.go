@@ -35,6 +35,12 @@ type Package struct {
 	pkgRoot   sharedRoot // /package, opened by the first call that mounts it
 	// Opened says how Open opened the package; nil after Load.
 	Opened *Opened
+
+	// codeSize is the machine code the compile cost model predicts for
+	// the metered module (ResidentBytes), worked out once: by the set's
+	// open, which needed it before the package existed, or on first use.
+	codeOnce sync.Once
+	codeSize int64
 }
 
 // Discovery is what the discovery run observed, for reports and `check`.

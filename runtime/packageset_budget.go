@@ -180,23 +180,36 @@ func (s *PackageSet) noteChurn(bytes int64) {
 // module's instructions, measured on C, Go and SIMD packages
 // (docs/embedding.md, "Thousands of packages").
 func (p *Package) ResidentBytes() int64 {
-	return estimateResident(p.checked.metered, len(p.checked.Source.Module))
+	p.codeOnce.Do(func() {
+		if p.codeSize == 0 {
+			p.codeSize = codeBytes(p.checked.metered)
+		}
+	})
+	return residentEstimate(p.codeSize, len(p.checked.metered), len(p.checked.Source.Module))
 }
 
 // estimateResident is ResidentBytes from the metered module and the size
-// of module.wasm: the machine code the compile cost model predicts for the
-// metered module (modcheck.CodeBytes: each instruction by its class, so a
-// function of 131,072 i8x16.popcnt counts its 11 MB of code, not its 256
-// KiB), wazero's structures for the module, about 2.5 bytes per metered
-// byte, and a fixed part.
+// of module.wasm, before the package exists.
 func estimateResident(metered []byte, module int) int64 {
+	return residentEstimate(codeBytes(metered), len(metered), module)
+}
+
+// codeBytes is the machine code the compile cost model predicts for the
+// metered module (modcheck.CodeBytes: each instruction by its class, so a
+// module of SIMD chains is priced as the code it compiles to), or the
+// linear fallback for one the model cannot read (Open will refuse it).
+func codeBytes(metered []byte) int64 {
 	code, err := modcheck.CodeBytes(metered)
 	if err != nil {
-		// Not decodable: Open will refuse it; the linear estimate
-		// meanwhile.
-		code = residentFallbackPerByte * int64(len(metered))
+		return residentFallbackPerByte * int64(len(metered))
 	}
-	return residentFixed + code + residentPerMeteredByte*int64(len(metered))/2 + int64(module)
+	return code
+}
+
+// residentEstimate is the estimate from the predicted machine code and the
+// sizes of the metered module and of module.wasm.
+func residentEstimate(code int64, metered, module int) int64 {
+	return residentFixed + code + residentPerMeteredByte*int64(metered)/2 + int64(module)
 }
 
 // The estimate's coefficients (see ResidentBytes), measured by the bench's

@@ -200,7 +200,8 @@ func (s *PackageSet) load(ctx context.Context, key string) (p *Package, churn in
 	if err != nil {
 		return nil, 0, fmt.Errorf("package %s: %w", key, err)
 	}
-	est := estimateResident(a.Metered, moduleSize(path, len(a.Metered)))
+	code := codeBytes(a.Metered)
+	est := residentEstimate(code, len(a.Metered), moduleSize(path, len(a.Metered)))
 	unreserve, churn, err := s.reserve(ctx, key, est)
 	if err != nil {
 		return nil, churn, err
@@ -208,6 +209,9 @@ func (s *PackageSet) load(ctx context.Context, key string) (p *Package, churn in
 	defer unreserve()
 	if p, err = s.rt.Open(ctx, a, path); err != nil {
 		return nil, churn, fmt.Errorf("package %s: %w", key, err)
+	}
+	if p.Opened.Metering != MeteringRederived { // the metered module is the artifact's
+		p.codeSize = code
 	}
 	return p, churn, nil
 }
