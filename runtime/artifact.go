@@ -231,28 +231,44 @@ func ReadArtifact(dir string) (*Artifact, error) {
 	if err != nil {
 		return nil, err
 	}
+	metered, err := readBounded(filepath.Join(dir, artifactMetered), maxArtifactMetered)
+	if err != nil {
+		return nil, err
+	}
+	a, err := parseArtifact(doc, metered)
+	if err != nil {
+		return nil, fmt.Errorf("artifact %s: %w", dir, err)
+	}
+	return a, nil
+}
+
+// parseArtifact is an artifact from its two files' bytes, with the checks
+// of ReadArtifact: the layout, the format, the integrity record and the
+// metered module's hash. A worker process receives its artifacts this way.
+func parseArtifact(doc, metered []byte) (*Artifact, error) {
+	if int64(len(doc)) > maxArtifactJSON || int64(len(metered)) > maxArtifactMetered {
+		return nil, fmt.Errorf("over the bounds of an artifact's files")
+	}
 	a := &Artifact{}
 	dec := json.NewDecoder(bytes.NewReader(doc))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(a); err != nil {
-		return nil, fmt.Errorf("artifact %s: %v", dir, err)
+		return nil, err
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return nil, fmt.Errorf("artifact %s: %s has data after its JSON object (corrupted store?)", dir, artifactJSON)
+		return nil, fmt.Errorf("%s has data after its JSON object (corrupted store?)", artifactJSON)
 	}
 	if a.Format != ArtifactFormat && a.Format != artifactFormatUnsealed {
-		return nil, fmt.Errorf("artifact %s has format %d; this runner opens format %d (upload the package again)", dir, a.Format, ArtifactFormat)
+		return nil, fmt.Errorf("format %d; this runner opens format %d (upload the package again)", a.Format, ArtifactFormat)
 	}
 	if a.Format == ArtifactFormat {
 		if err := a.checkIntegrity(); err != nil {
-			return nil, fmt.Errorf("artifact %s: %w", dir, err)
+			return nil, err
 		}
 	}
-	if a.Metered, err = readBounded(filepath.Join(dir, artifactMetered), maxArtifactMetered); err != nil {
-		return nil, err
-	}
+	a.Metered = metered
 	if sum := a.meteredSum(); hex.EncodeToString(sum[:]) != a.MeteredSHA256 {
-		return nil, fmt.Errorf("artifact %s: %s does not match its recorded hash (corrupted store?)", dir, artifactMetered)
+		return nil, fmt.Errorf("%s does not match its recorded hash (corrupted store?)", artifactMetered)
 	}
 	return a, nil
 }
@@ -304,6 +320,9 @@ func (rt *Runtime) Open(ctx context.Context, a *Artifact, path string) (p *Packa
 		if err := a.checkIntegrity(); err != nil {
 			return nil, fmt.Errorf("open %s: %w", path, err)
 		}
+	}
+	if rt.workers != nil {
+		return rt.openRemote(ctx, a, path)
 	}
 	// The package is read and hashed on its own goroutine while wazero
 	// loads a stored metered module this host vouches for: on two cores the

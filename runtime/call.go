@@ -40,6 +40,10 @@ type CallRequest struct {
 	Network *subakohttp.Policy
 	// Limits overrides the runtime's limits for this call.
 	Limits *limits.Limits
+
+	// exchange, set only inside a worker process, sends the guest's
+	// subako_http requests to the parent, which holds the policy.
+	exchange func(ctx context.Context, request []byte, budget *limits.WriteBudget) []byte
 }
 
 // Outcome says how a call (Result, CallEvent) or an upload (UploadEvent)
@@ -199,9 +203,12 @@ func (p *Package) Call(ctx context.Context, req CallRequest) (*Result, error) {
 // (the runtime closed, a directory it could not open).
 func errorOutcome(ctx context.Context, err error) (Outcome, string) {
 	var cerr *CallError
+	var werr *WorkerError
 	switch {
 	case errors.As(err, &cerr):
 		return OutcomeRefused, cerr.Code
+	case errors.As(err, &werr):
+		return OutcomeError, CodeWorkerExited
 	case errors.Is(err, ErrClosed):
 		return OutcomeError, ""
 	case callerEnded(ctx) != nil && errors.Is(err, callerEnded(ctx)):
@@ -269,11 +276,12 @@ func (p *Package) startSession(ctx context.Context, req CallRequest, tmp string,
 		Limits:        lim,
 		Timeout:       lim.CallTimeout,
 		Network:       req.Network,
+		Exchange:      req.exchange,
 		Log:           log,
 	}
 	if discovery {
 		layout = fsmount.Layout{}
-		spec.Network, spec.Timeout = subakohttp.DiscoveryPolicy(), lim.DiscoveryTimeout
+		spec.Network, spec.Exchange, spec.Timeout = subakohttp.DiscoveryPolicy(), nil, lim.DiscoveryTimeout
 	}
 	if p.checked.Source.HasAssets {
 		layout.Package = p.checked.Source.Dir
@@ -356,6 +364,9 @@ func (p *Package) call(ctx context.Context, req CallRequest, lim limits.Limits, 
 	params, err := protocol.ToolsCallParams(tool, req.Arguments)
 	if err != nil {
 		return &CallError{CodeBadArguments, err.Error()}
+	}
+	if p.checked.remote != nil {
+		return p.callRemote(ctx, req, lim, res, log, event)
 	}
 	s, err := p.startSession(ctx, req, res.TmpDir, lim, false, log)
 	if err != nil {

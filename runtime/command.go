@@ -37,6 +37,9 @@ type Command struct {
 	// Limits overrides the runtime's limits (Memory, CallTimeout,
 	// WriteBudget apply).
 	Limits *limits.Limits
+
+	// exchange: as CallRequest's, inside a worker process.
+	exchange func(ctx context.Context, request []byte, budget *limits.WriteBudget) []byte
 }
 
 // CommandResult is how a command ended.
@@ -63,6 +66,9 @@ func (rt *Runtime) RunCommand(ctx context.Context, path string, cmd Command) (*C
 	lim, err := rt.limitsFor(cmd.Limits)
 	if err != nil {
 		return nil, err
+	}
+	if rt.workers != nil {
+		return rt.commandRemote(ctx, path, cmd, lim)
 	}
 	src, err := ReadSource(path, lim.ModuleSize)
 	if err != nil {
@@ -94,9 +100,10 @@ func (rt *Runtime) RunCommand(ctx context.Context, path string, cmd Command) (*C
 	}
 	in, err := rt.eng.Start(ctx, instance.Spec{
 		Compiled: compiled, Limits: lim, Timeout: lim.CallTimeout,
-		Mounts:  func() (*fsmount.Set, error) { return fsmount.Open(cmd.Mounts) },
-		Network: cmd.Network, // nil denies every request
-		Args:    cmd.Args, Env: cmd.Env, Stdin: stdin, Stdout: stdout, Stderr: cmd.Stderr,
+		Mounts:   func() (*fsmount.Set, error) { return fsmount.Open(cmd.Mounts) },
+		Network:  cmd.Network, // nil denies every request
+		Exchange: cmd.exchange,
+		Args:     cmd.Args, Env: cmd.Env, Stdin: stdin, Stdout: stdout, Stderr: cmd.Stderr,
 		Log: rt.log,
 	})
 	if err != nil {

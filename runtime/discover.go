@@ -99,7 +99,13 @@ func (p *Package) Discovery() Discovery {
 // returned, and later calls fail. A second Close does nothing.
 func (p *Package) Close(ctx context.Context) error {
 	var err error
-	p.closed.Do(func() { err = errors.Join(p.pkgRoot.close(), p.checked.code.release(ctx)) })
+	p.closed.Do(func() {
+		if r := p.checked.remote; r != nil {
+			err = errors.Join(p.pkgRoot.close(), r.release(ctx))
+			return
+		}
+		err = errors.Join(p.pkgRoot.close(), p.checked.code.release(ctx))
+	})
 	return err
 }
 
@@ -116,6 +122,19 @@ func (rt *Runtime) Load(ctx context.Context, path string) (p *Package, err error
 	phases := &phaseLog{}
 	ctx = withPhaseLog(ctx, phases)
 	defer func() { rt.reportUpload(ctx, name, hash, started, phases, p, err) }()
+	if rt.workers != nil {
+		if err := canceled(ctx, "load "+path); err != nil {
+			return nil, err
+		}
+		if rt.eng.IsClosed() {
+			return nil, closedError("load " + path)
+		}
+		p, err = rt.loadRemote(ctx, path)
+		if p != nil {
+			hash, name = p.checked.Hash[:], p.name
+		}
+		return p, err
+	}
 	c, err := rt.Validate(ctx, path)
 	if err != nil {
 		return nil, err
@@ -147,6 +166,9 @@ func (rt *Runtime) Discover(ctx context.Context, c *Checked, path string) (*Pack
 	}
 	if rt.eng.IsClosed() {
 		return nil, closedError("discover " + path)
+	}
+	if c.remote != nil {
+		return rt.discoverRemote(ctx, c, path)
 	}
 	defer rt.progress(StepDiscover, 0)()
 	lim := rt.limits

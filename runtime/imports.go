@@ -14,6 +14,9 @@ type Import struct {
 // module's order (a duplicate import listed again). The host's own
 // metering imports are not among them.
 func (c *Checked) Imports() []Import {
+	if c.remote != nil {
+		return append([]Import(nil), c.imports...)
+	}
 	var out []Import
 	for _, f := range c.compiled.ImportedFunctions() {
 		module, name, _ := f.Import()

@@ -84,6 +84,9 @@ func (p *Package) Probe(ctx context.Context, pr Probe, req CallRequest) (*ProbeR
 		defer p.rt.volumes.Put(dir, false) // probes are rare: not worth proving the instance gone
 		tmp = dir
 	}
+	if p.checked.remote != nil {
+		return p.probeRemote(ctx, pr, req, tmp, lim)
+	}
 	log := p.rt.log.With(zap.String("package", p.name), zap.String("probe", "raw"))
 	s, err := p.startSession(ctx, req, tmp, lim, pr.Discovery, log)
 	if err != nil {

@@ -91,6 +91,12 @@ type Config struct {
 	// experimental, so it may change meaning or go away when wazero's does
 	// (docs/embedding.md, "What may change").
 	CompilationWorkers int
+	// Isolation says where guests run: in this process (the zero value)
+	// or in sandboxed worker processes (IsolationWorkers, configured by
+	// Workers). docs/embedding.md ("Worker processes") weighs the two.
+	Isolation Isolation
+	// Workers configures the worker processes of IsolationWorkers.
+	Workers WorkerConfig
 }
 
 // Runtime loads packages and runs their calls. It owns a wazero runtime
@@ -126,6 +132,9 @@ type Runtime struct {
 
 	progressFn func(ProgressEvent)
 	volumes    *tmpvol.Pool
+	// workers run every module when the runtime is of IsolationWorkers;
+	// nil in-process.
+	workers *workers
 }
 
 // New creates a Runtime.
@@ -153,6 +162,15 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		workers = goruntime.NumCPU()
 	}
 	cacheDir := cfg.CompilationCacheDir
+	switch cfg.Isolation {
+	case IsolationInProcess:
+	case IsolationWorkers:
+		// The workers compile, through the cache; this process never
+		// compiles a guest and keeps no cache of its own.
+		return newWorkerRuntime(ctx, rt, cfg, workers)
+	default:
+		return nil, fmt.Errorf("unknown isolation %v", cfg.Isolation)
+	}
 	if cacheDir != "" {
 		cache, err := compile.OpenCache(cacheDir)
 		switch {
@@ -223,6 +241,15 @@ func (rt *Runtime) Close(ctx context.Context) error {
 	// From here every entry point returns ErrClosed, and the instances
 	// running are stopped through their contexts (instance.Engine.Close).
 	instances := rt.eng.Close()
+	if rt.workers != nil {
+		// The calls in flight end with ErrClosed as their contexts end
+		// (the engine's close); the workers then exit as their channels
+		// close, or are killed when ctx ends first.
+		<-instances
+		err := rt.workers.close(ctx)
+		rt.eng.Release()
+		return errors.Join(err, rt.wz.Close(ctx), rt.volumes.Close())
+	}
 	idle := make(chan struct{})
 	go func() {
 		rt.compiler.Wait()
@@ -266,6 +293,10 @@ type Checked struct {
 	initialMemory uint64
 	code          *codeRefs
 	closed        sync.Once
+	// remote is set instead of compiled and code when a worker process
+	// holds the module (IsolationWorkers); imports are then the worker's.
+	remote  *remoteRef
+	imports []Import
 }
 
 // newChecked holds the first reference to compiled.
@@ -276,7 +307,13 @@ func newChecked(src *Source, hash [sha256.Size]byte, metered []byte, compiled wa
 // Close releases this holder's reference to the compiled code.
 func (c *Checked) Close(ctx context.Context) error {
 	var err error
-	c.closed.Do(func() { err = c.code.release(ctx) })
+	c.closed.Do(func() {
+		if c.remote != nil {
+			err = c.remote.release(ctx)
+			return
+		}
+		err = c.code.release(ctx)
+	})
 	return err
 }
 
@@ -318,6 +355,9 @@ func (rt *Runtime) Validate(ctx context.Context, path string) (*Checked, error) 
 	}
 	if rt.eng.IsClosed() {
 		return nil, closedError("validate " + path)
+	}
+	if rt.workers != nil {
+		return rt.validateRemote(ctx, path)
 	}
 	src, err := ReadSource(path, rt.limits.ModuleSize)
 	if err != nil {

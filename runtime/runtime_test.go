@@ -24,6 +24,8 @@ const guests = "../testdata/guests/"
 var compiledCache string
 
 func TestMain(m *testing.M) {
+	// The tests of worker mode start this binary as their workers.
+	ServeWorker()
 	os.Exit(testguest.RunWithCompilationCache(m, &compiledCache))
 }
 

@@ -51,6 +51,13 @@ type CallConfig struct {
 	// tests (httptest.NewTLSServer) and for embedders with a private CA;
 	// nil means the system roots.
 	RootCAs *x509.CertPool
+	// Exchange, when set, performs every request document elsewhere and
+	// returns the response document, in place of Do: a worker process, which
+	// holds neither the policy's credentials nor a socket, hands its
+	// guest's requests to the process that does (the runtime's worker
+	// mode). Policy then only refuses what it refuses without a request
+	// (DiscoveryPolicy); Files is unused.
+	Exchange func(ctx context.Context, request []byte) []byte
 }
 
 // Stats counts one instance's HTTP traffic.

@@ -90,7 +90,11 @@ func (c *Call) hostRequest(ctx context.Context, mem api.Memory, ptr uint32, n in
 	} else {
 		doc := make([]byte, len(view))
 		copy(doc, view)
-		resp = c.Do(ctx, doc)
+		if c.cfg.Exchange != nil && c.policy.denyMessage == "" {
+			resp = c.cfg.Exchange(ctx, doc)
+		} else {
+			resp = c.Do(ctx, doc)
+		}
 	}
 	c.mu.Lock()
 	c.held = resp

@@ -58,4 +58,8 @@ func (v VolumeFiles) ResolveVolume(guestPath string) (protocol.VolumeFile, error
 
 // Files is the instance's VolumeFiles: what the view's volume:/// links
 // resolve through.
+// NewVolumeFiles is the file access of mounts: what a process that runs no
+// instance itself (a worker's parent) resolves a call's volume files with.
+func NewVolumeFiles(mounts *fsmount.Set) VolumeFiles { return VolumeFiles{mounts} }
+
 func (in *Instance) Files() VolumeFiles { return VolumeFiles{in.Mounts} }

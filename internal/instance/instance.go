@@ -45,6 +45,11 @@ type Spec struct {
 	Mounts func() (*fsmount.Set, error)
 	// Network is the subako_http policy; nil denies every request.
 	Network *subakohttp.Policy
+	// Exchange, when set, sends the guest's subako_http requests to the
+	// process that holds the network (subakohttp.CallConfig.Exchange):
+	// the instance runs in a worker. It is given the instance's write
+	// budget, which the other side's file outputs charge.
+	Exchange func(ctx context.Context, request []byte, budget *limits.WriteBudget) []byte
 	// Args and Env are the module's (commands; a session has none).
 	Args, Env []string
 	// Stdin, Stdout and Stderr are the module's stdio. The module's
@@ -131,6 +136,13 @@ func (eng *Engine) Start(ctx context.Context, spec Spec) (*Instance, error) {
 	in.HTTP = subakohttp.NewCall(subakohttp.CallConfig{
 		Policy: spec.Network, Files: in.Files(), Budget: in.Budget, Limits: lim, Logger: spec.Log,
 	})
+	if ex := spec.Exchange; ex != nil {
+		budget := in.Budget
+		in.HTTP = subakohttp.NewCall(subakohttp.CallConfig{
+			Policy: spec.Network, Budget: in.Budget, Limits: lim, Logger: spec.Log,
+			Exchange: func(ctx context.Context, request []byte) []byte { return ex(ctx, request, budget) },
+		})
+	}
 	var stderr io.Writer
 	if spec.Session {
 		in.stderr = newStderrTail(lim.StderrTail, spec.Log)

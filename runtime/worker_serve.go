@@ -1,0 +1,430 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/subako/subako-runner/fsmount"
+	"github.com/subako/subako-runner/internal/sandbox"
+	"github.com/subako/subako-runner/internal/worker"
+	"github.com/subako/subako-runner/limits"
+)
+
+// ServeWorker turns this process into a worker when a Runtime of
+// IsolationWorkers started it as one, and then never returns: it exits
+// when its parent closes the channel. In any other process it returns at
+// once, doing nothing. Call it first thing in main (and in TestMain), before
+// anything else starts: the re-exec pattern.
+//
+//	func main() {
+//		runtime.ServeWorker()
+//		... // the embedder's program
+//	}
+func ServeWorker() {
+	ch, ok := worker.Channel()
+	if !ok {
+		return
+	}
+	if err := serveWorker(ch); err != nil {
+		fmt.Fprintln(os.Stderr, "subako worker:", err)
+		os.Exit(2)
+	}
+	os.Exit(0)
+}
+
+// serveWorker is a worker's life: the sandbox first, before anything is
+// read from the channel, then a runtime of its own serving the parent's
+// requests until the channel closes.
+func serveWorker(ch *os.File) error {
+	var env workerEnv
+	if err := json.Unmarshal([]byte(os.Getenv(workerConfigEnv)), &env); err != nil {
+		return fmt.Errorf("%s: %v", workerConfigEnv, err)
+	}
+	rw := append([]string{env.TempDir}, env.ReadWrite...)
+	if env.CacheDir != "" {
+		rw = append(rw, env.CacheDir)
+	}
+	rep, err := sandbox.Enter(sandbox.Config{ReadOnly: env.ReadOnly, ReadWrite: rw})
+	if err != nil {
+		return fmt.Errorf("entering the sandbox: %w", err)
+	}
+	report := SandboxReport{Workers: true, NoNewPrivs: rep.NoNewPrivs, Seccomp: rep.Seccomp, SeccompSyscalls: rep.SeccompSyscalls,
+		Landlock: rep.Landlock, LandlockNet: rep.LandlockNet, Rlimits: rep.Rlimits, Missing: rep.Missing}
+	ctx := context.Background()
+	w := &workerServer{pkgs: map[uint64]*Package{}, checked: map[uint64]*Checked{}}
+	lim := env.Limits
+	cfg := Config{
+		Logger:              zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.Lock(os.Stderr), zap.WarnLevel)),
+		Limits:              &lim,
+		CompilationCacheDir: env.CacheDir,
+		TempDir:             env.TempDir,
+		MaxInstances:        -1, // the parent admits
+		CompilationWorkers:  env.CompilationWorkers,
+		Observer:            workerObserver{w: w, instances: env.Instances},
+	}
+	if env.Trace {
+		cfg.Trace = func(e TraceEvent) { w.event(wireTrace, wireTraceMsg{Event: e}) }
+	}
+	if env.Progress {
+		cfg.Progress = func(e ProgressEvent) { w.event(wireProgress, wireProgressMsg{Event: e}) }
+	}
+	if w.rt, err = New(ctx, cfg); err != nil {
+		return err
+	}
+	defer w.rt.Close(ctx)
+	hello := encodeWire(wireReply, report)
+	return worker.Serve(ctx, ch, hello, w.handle)
+}
+
+// workerServer is the worker's side: its runtime and the packages and
+// checked modules it holds for the parent, by handle.
+type workerServer struct {
+	rt *Runtime
+
+	mu      sync.Mutex
+	next    uint64
+	pkgs    map[uint64]*Package
+	checked map[uint64]*Checked
+	events  *worker.Stream // the parent's events stream, if it opened one
+}
+
+// event sends one event on the events stream; without one it is dropped.
+func (w *workerServer) event(kind wireKind, v any) {
+	w.mu.Lock()
+	s := w.events
+	w.mu.Unlock()
+	if s != nil {
+		s.Send(encodeWire(kind, v))
+	}
+}
+
+// workerObserver forwards instance starts and ends (the parent's gauge);
+// uploads and calls are reported by the parent itself.
+type workerObserver struct {
+	w         *workerServer
+	instances bool
+}
+
+func (o workerObserver) Upload(context.Context, UploadEvent) {}
+func (o workerObserver) Call(ctx context.Context, e CallEvent) {
+	if sink, ok := ctx.Value(eventSinkKey{}).(*CallEvent); ok {
+		*sink = e
+	}
+}
+func (o workerObserver) InstanceStarted(context.Context) {
+	if o.instances {
+		o.w.event(wireInstance, wireInstanceMsg{Started: true})
+	}
+}
+func (o workerObserver) InstanceEnded(context.Context) {
+	if o.instances {
+		o.w.event(wireInstance, wireInstanceMsg{Started: false})
+	}
+}
+
+// eventSinkKey marks the context of a call whose CallEvent the handler
+// wants (its timings travel back to the parent).
+type eventSinkKey struct{}
+
+func (w *workerServer) handle(ctx context.Context, header []byte, s *worker.Stream) {
+	reply, err := w.serve(ctx, header, s)
+	if err != nil {
+		s.Send(encodeWire(wireError, failureOf(err)))
+	} else if reply != nil {
+		s.Send(reply)
+	}
+	s.CloseSend()
+}
+
+func (w *workerServer) serve(ctx context.Context, header []byte, s *worker.Stream) ([]byte, error) {
+	kind, err := wireKindOf(header)
+	if err != nil {
+		return nil, err
+	}
+	switch kind {
+	case wireEvents:
+		w.mu.Lock()
+		w.events = s
+		w.mu.Unlock()
+		<-ctx.Done()
+		return nil, nil
+	case wireLoad:
+		var req wirePath
+		if err := decodeWire(header, kind, &req); err != nil {
+			return nil, err
+		}
+		p, err := w.rt.Load(ctx, req.Path)
+		if err != nil {
+			return nil, err
+		}
+		return w.keepPackage(p)
+	case wireOpen:
+		var req wireOpenReq
+		if err := decodeWire(header, kind, &req); err != nil {
+			return nil, err
+		}
+		a, err := parseArtifact(req.Artifact, req.Metered)
+		if err != nil {
+			return nil, err
+		}
+		p, err := w.rt.Open(ctx, a, req.Path)
+		if err != nil {
+			return nil, err
+		}
+		return w.keepPackage(p)
+	case wireValidate:
+		var req wirePath
+		if err := decodeWire(header, kind, &req); err != nil {
+			return nil, err
+		}
+		c, err := w.rt.Validate(ctx, req.Path)
+		if err != nil {
+			return nil, err
+		}
+		w.mu.Lock()
+		w.next++
+		h := w.next
+		w.checked[h] = c
+		w.mu.Unlock()
+		return encodeWire(wireReply, wireChecked{Handle: h, Hash: c.Hash, Dir: c.Source.Dir, Manifest: c.Source.Manifest,
+			HasAssets: c.Source.HasAssets, Module: c.Source.Module, Imports: c.Imports()}), nil
+	case wireDiscover:
+		var req wireHandleReq
+		if err := decodeWire(header, kind, &req); err != nil {
+			return nil, err
+		}
+		w.mu.Lock()
+		c := w.checked[req.Handle]
+		w.mu.Unlock()
+		if c == nil {
+			return nil, fmt.Errorf("no checked module %d in this worker", req.Handle)
+		}
+		p, err := w.rt.Discover(ctx, c, req.Path)
+		if err != nil {
+			return nil, err
+		}
+		return w.keepPackage(p)
+	case wireRelease:
+		var req wireHandleReq
+		if err := decodeWire(header, kind, &req); err != nil {
+			return nil, err
+		}
+		w.mu.Lock()
+		p, c := w.pkgs[req.Handle], w.checked[req.Handle]
+		delete(w.pkgs, req.Handle)
+		delete(w.checked, req.Handle)
+		w.mu.Unlock()
+		if p != nil {
+			p.Close(ctx)
+		}
+		if c != nil {
+			c.Close(ctx)
+		}
+		return encodeWire(wireReply, nil), nil
+	case wireCall, wireProbe:
+		var req wireCallReq
+		if err := decodeWire(header, kind, &req); err != nil {
+			return nil, err
+		}
+		w.mu.Lock()
+		p := w.pkgs[req.Handle]
+		w.mu.Unlock()
+		if p == nil {
+			return nil, fmt.Errorf("no package %d in this worker", req.Handle)
+		}
+		lim := req.Limits
+		creq := CallRequest{Tool: req.Tool, Arguments: req.Arguments, Tmp: req.Tmp, Data: req.Data, Skills: req.Skills, Limits: &lim}
+		if req.Network {
+			creq.exchange = streamExchange(s, nil)
+		}
+		if kind == wireProbe {
+			return w.probe(ctx, p, req, creq)
+		}
+		var event CallEvent
+		res, err := p.Call(context.WithValue(ctx, eventSinkKey{}, &event), creq)
+		if err != nil {
+			return nil, err
+		}
+		return encodeWire(wireReply, wireResult{Result: res.Result, Crash: res.Crash, Stats: res.Stats, Reuse: res.reuse,
+			Timing: wireTiming{InstanceStart: event.InstanceStart, Instantiate: event.Instantiate, Run: event.Run}}), nil
+	case wireCommand:
+		return w.command(ctx, header, s)
+	}
+	return w.serveExtra(ctx, kind, header)
+}
+
+func (w *workerServer) probe(ctx context.Context, p *Package, req wireCallReq, creq CallRequest) ([]byte, error) {
+	msgs := make([]json.RawMessage, len(req.Messages))
+	for i, m := range req.Messages {
+		msgs[i] = m
+	}
+	pr, err := p.Probe(ctx, Probe{Messages: msgs, Discovery: req.Discovery}, creq)
+	if err != nil {
+		return nil, err
+	}
+	out := wireResult{Crash: pr.Crash, Stats: pr.Stats, Notifs: pr.Notifications, ExitAfter: pr.ExitAfterClose, Stderr: pr.Stderr}
+	for _, m := range pr.Responses {
+		out.Responses = append(out.Responses, toWireMessage(m))
+	}
+	return encodeWire(wireReply, out), nil
+}
+
+// keepPackage holds p under a new handle and describes it for the parent.
+func (w *workerServer) keepPackage(p *Package) ([]byte, error) {
+	a := p.Artifact()
+	doc, err := json.Marshal(a)
+	if err != nil {
+		p.Close(context.Background())
+		return nil, err
+	}
+	w.mu.Lock()
+	w.next++
+	h := w.next
+	w.pkgs[h] = p
+	w.mu.Unlock()
+	d := p.discovery
+	return encodeWire(wireReply, wirePackage{Handle: h, Artifact: doc, Metered: a.Metered, Opened: p.Opened, Resident: p.ResidentBytes(), Imports: p.Imports(),
+		Discovery: wireDiscovery{Pages: d.Pages, Notifications: d.Notifications, Duration: d.Duration, Stderr: d.Stderr, MemoryBytes: d.MemoryBytes, FuelUsed: d.FuelUsed}}), nil
+}
+
+// streamExchange is the worker's side of subako_http: each request
+// document goes to the parent on the call's stream, with the write budget
+// as the worker knows it; the parent's answer is the response document
+// and what its file output charged, which the worker charges too. replies,
+// when set, is where another goroutine reading the stream delivers the
+// answers (a command's stream also carries stdin).
+func streamExchange(s *worker.Stream, replies <-chan []byte) func(ctx context.Context, doc []byte, b *limits.WriteBudget) []byte {
+	return func(ctx context.Context, doc []byte, b *limits.WriteBudget) []byte {
+		if err := s.Send(encodeWire(wireHTTP, wireHTTPMsg{Doc: doc, Used: b.Used(), Entries: b.Entries(), LinkBytes: b.LinkBytes()})); err != nil {
+			return httpHostFailure(err)
+		}
+		var m []byte
+		var err error
+		if replies != nil {
+			var ok bool
+			select {
+			case m, ok = <-replies:
+				if !ok {
+					err = io.EOF
+				}
+			case <-ctx.Done():
+				err = ctx.Err()
+			}
+		} else {
+			m, err = s.Recv()
+		}
+		if err != nil {
+			return httpHostFailure(err)
+		}
+		var r wireHTTPMsg
+		if err := decodeWire(m, wireHTTPReply, &r); err != nil {
+			return httpHostFailure(err)
+		}
+		if r.Used > 0 {
+			b.Reserve(r.Used)
+		}
+		for range min(r.Entries, 1<<20) {
+			b.ReserveEntry(0)
+		}
+		return r.Doc
+	}
+}
+
+// httpHostFailure is the response document of a request the parent could
+// not be asked: the guest sees a failed request, never a hang.
+func httpHostFailure(err error) []byte {
+	doc, _ := json.Marshal(map[string]any{"error": map[string]string{"kind": "connection", "message": "the host could not perform the request: " + err.Error()}})
+	return doc
+}
+
+// command runs a RunCommand the parent asked for, its stdio over the
+// stream.
+func (w *workerServer) command(ctx context.Context, header []byte, s *worker.Stream) ([]byte, error) {
+	var req wireCommandReq
+	if err := decodeWire(header, wireCommand, &req); err != nil {
+		return nil, err
+	}
+	stdinR, stdinW := io.Pipe()
+	replies := make(chan []byte, 1)
+	go func() { // the stream's reader: stdin chunks and HTTP answers
+		defer close(replies)
+		for {
+			m, err := s.Recv()
+			if err != nil {
+				stdinW.CloseWithError(err)
+				return
+			}
+			k, _ := wireKindOf(m)
+			switch k {
+			case wireStdin:
+				var chunk []byte
+				if decodeWire(m, wireStdin, &chunk) != nil || len(chunk) == 0 {
+					stdinW.Close()
+					continue
+				}
+				stdinW.Write(chunk)
+			case wireHTTPReply:
+				replies <- m
+			}
+		}
+	}()
+	cmd := Command{Args: req.Args, Env: req.Env, Limits: &req.Limits,
+		Stdout: streamWriter{s, wireStdout}, Stderr: streamWriter{s, wireStderr}}
+	if req.HasStdin {
+		cmd.Stdin = stdinR
+	}
+	for _, m := range req.Mounts {
+		cmd.Mounts = append(cmd.Mounts, fsmount.Mount{Guest: m.Guest, Host: m.Host, ReadOnly: m.ReadOnly})
+	}
+	if req.Network {
+		cmd.exchange = streamExchange(s, replies)
+	}
+	res, err := w.rt.RunCommand(ctx, req.Path, cmd)
+	stdinR.Close()
+	if err != nil {
+		return nil, err
+	}
+	return encodeWire(wireReply, wireResult{Crash: res.Crash, Stats: res.Stats, ExitCode: res.ExitCode}), nil
+}
+
+// streamWriter sends what the guest writes as messages of one kind.
+type streamWriter struct {
+	s    *worker.Stream
+	kind wireKind
+}
+
+func (sw streamWriter) Write(p []byte) (int, error) {
+	if err := sw.s.Send(encodeWire(sw.kind, p)); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// failureOf is err as the parent can rebuild it.
+func failureOf(err error) wireFailure {
+	f := wireFailure{Kind: "other", Message: err.Error()}
+	var rej *RejectedError
+	var cerr *CallError
+	var lerr *LinkError
+	switch {
+	case errors.As(err, &rej):
+		f.Kind, f.Rejections, f.Crash = "rejected", rej.Rejections, rej.Crash
+	case errors.As(err, &cerr):
+		f.Kind, f.Code, f.Message = "call", cerr.Code, cerr.Message
+	case errors.As(err, &lerr):
+		f.Kind, f.Path, f.Rejections = "link", lerr.Path, lerr.Problems
+	case errors.Is(err, ErrClosed):
+		f.Kind = "closed"
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		f.Kind = "canceled"
+	}
+	return f
+}
