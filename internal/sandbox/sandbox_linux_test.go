@@ -3,6 +3,7 @@ package sandbox
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,13 +13,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/tetratelabs/wazero"
 	"golang.org/x/sys/unix"
 )
 
@@ -201,6 +202,7 @@ func runChild(mode string) int {
 		defer unix.Munmap(m)
 		return unix.Mprotect(m, unix.PROT_READ|unix.PROT_EXEC)
 	})
+	check("wazero_compile_and_call", func() error { return runWasm(filepath.Join(rw, "cache")) })
 	check("channel_fd3", func() error {
 		c, err := net.FileConn(os.NewFile(3, "channel"))
 		if err != nil {
@@ -306,6 +308,43 @@ func runChild(mode string) int {
 	}
 	fmt.Println(resultPrefix + string(out))
 	return 0
+}
+
+// addWasm is a module exporting add(i32, i32) i32.
+var addWasm = []byte{
+	0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, // magic, version
+	0x01, 0x07, 0x01, 0x60, 0x02, 0x7f, 0x7f, 0x01, 0x7f, // type: (i32, i32) -> i32
+	0x03, 0x02, 0x01, 0x00, // func 0 has type 0
+	0x07, 0x07, 0x01, 0x03, 'a', 'd', 'd', 0x00, 0x00, // export "add"
+	0x0a, 0x09, 0x01, 0x07, 0x00, 0x20, 0x00, 0x20, 0x01, 0x6a, 0x0b, // local.get 0, local.get 1, i32.add
+}
+
+// runWasm compiles (to native code where wazero can, through a
+// compilation cache in dir) and calls a module, as a worker does.
+func runWasm(dir string) error {
+	ctx := context.Background()
+	cache, err := wazero.NewCompilationCacheWithDir(dir)
+	if err != nil {
+		return err
+	}
+	defer cache.Close(ctx)
+	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCompilationCache(cache))
+	defer rt.Close(ctx)
+	mod, err := rt.Instantiate(ctx, addWasm)
+	if err != nil {
+		return err
+	}
+	res, err := mod.ExportedFunction("add").Call(ctx, 40, 2)
+	if err != nil {
+		return err
+	}
+	if res[0] != 42 {
+		return fmt.Errorf("add(40, 2) = %d", res[0])
+	}
+	if entries, err := os.ReadDir(dir); err != nil || len(entries) == 0 {
+		return fmt.Errorf("compilation cache not written: %v %v", entries, err)
+	}
+	return nil
 }
 
 // same returns the one outcome all threads had, or lists them all.
@@ -429,6 +468,7 @@ func TestEnter(t *testing.T) {
 		"sleep_and_timer":         "ok",
 		"pipe":                    "ok",
 		"mmap_exec":               "ok",
+		"wazero_compile_and_call": "ok",
 		"channel_fd3":             "ok",
 		"rlimit_nofile":           "ok",
 		"rlimit_core":             "ok",
@@ -574,5 +614,3 @@ func BenchmarkEnter(b *testing.B) {
 	}
 	b.ReportMetric(float64(total)/float64(b.N), "enter-ns/op")
 }
-
-var _ = strconv.Itoa
