@@ -1,0 +1,667 @@
+package worker
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// ErrStreamClosed is returned by Send and Recv on a stream that was Closed
+// here, abandoned by the parent (worker side), or whose worker handler has
+// returned (Send, parent side).
+var ErrStreamClosed = errors.New("worker: stream closed")
+
+// ErrSendClosed is returned by Send after CloseSend.
+var ErrSendClosed = errors.New("worker: send after CloseSend")
+
+// ErrTooLarge is returned by Send for a message larger than the peer accepts.
+var ErrTooLarge = errors.New("worker: message larger than the peer accepts")
+
+// conn is one end of the channel: the framing, the streams and their flow
+// control. The parent and the worker run the same code; role decides who
+// creates streams.
+type conn struct {
+	rwc    io.ReadWriteCloser
+	r      *bufio.Reader
+	parent bool
+	// maxMessage: largest message accepted from the peer.
+	maxMessage int64
+	// peerMax: largest message the peer accepts (the worker learns it from SETTINGS).
+	peerMax atomic.Int64
+
+	wmu   sync.Mutex
+	wwait atomic.Int32
+	w     *bufio.Writer
+	werr  error
+
+	mu      sync.Mutex
+	streams map[uint32]*Stream
+	lastID  uint32 // parent: last allocated; worker: highest seen
+	err     error  // set once the connection is finished: what streams report
+	closed  chan struct{}
+
+	// control frames the reader wants sent: it must never block on a write
+	// (both readers blocked writing to full sockets is a deadlock).
+	ctlMu     sync.Mutex
+	ctlCredit map[uint32]uint32
+	ctlResets []uint32
+	ctlWake   chan struct{}
+	closeOnce sync.Once
+
+	// worker side
+	handle   func(ctx context.Context, header []byte, s *Stream)
+	baseCtx  context.Context
+	handlers sync.WaitGroup
+}
+
+func newConn(rwc io.ReadWriteCloser, parent bool, maxMessage int64) *conn {
+	c := &conn{
+		rwc:        rwc,
+		r:          bufio.NewReaderSize(rwc, 64<<10),
+		w:          bufio.NewWriterSize(rwc, 64<<10),
+		parent:     parent,
+		maxMessage: maxMessage,
+		streams:    make(map[uint32]*Stream),
+		closed:     make(chan struct{}),
+		ctlCredit:  make(map[uint32]uint32),
+		ctlWake:    make(chan struct{}, 1),
+	}
+	c.peerMax.Store(maxMessageLimit)
+	return c
+}
+
+// writeFrame writes one frame; the buffer is flushed unless another writer
+// is already waiting for the lock (it will flush), which batches small
+// frames under load and costs nothing when alone.
+func (c *conn) writeFrame(h frameHeader, payload []byte) error {
+	var hb [headerSize]byte
+	h.length = uint32(len(payload))
+	putHeader(hb[:], h)
+	c.wwait.Add(1)
+	c.wmu.Lock()
+	c.wwait.Add(-1)
+	defer c.wmu.Unlock()
+	if c.werr != nil {
+		return c.werr
+	}
+	_, err := c.w.Write(hb[:])
+	if err == nil && len(payload) > 0 {
+		_, err = c.w.Write(payload)
+	}
+	if err == nil && c.wwait.Load() == 0 {
+		err = c.w.Flush()
+	}
+	if err != nil {
+		c.werr = err
+	}
+	return err
+}
+
+// ctlLoop sends the control frames the reader queued.
+func (c *conn) ctlLoop() {
+	for {
+		select {
+		case <-c.closed:
+			return
+		case <-c.ctlWake:
+		}
+		c.ctlMu.Lock()
+		credit := c.ctlCredit
+		resets := c.ctlResets
+		c.ctlCredit = make(map[uint32]uint32)
+		c.ctlResets = nil
+		c.ctlMu.Unlock()
+		for id, n := range credit {
+			if c.writeFrame(frameHeader{typ: frameWindow, id: id, aux: n}, nil) != nil {
+				return
+			}
+		}
+		for _, id := range resets {
+			if c.writeFrame(frameHeader{typ: frameReset, id: id}, nil) != nil {
+				return
+			}
+		}
+	}
+}
+
+func (c *conn) queueCredit(id uint32, n int64) {
+	c.ctlMu.Lock()
+	c.ctlCredit[id] += uint32(n)
+	c.ctlMu.Unlock()
+	c.wakeCtl()
+}
+
+func (c *conn) queueReset(id uint32) {
+	c.ctlMu.Lock()
+	c.ctlResets = append(c.ctlResets, id)
+	c.ctlMu.Unlock()
+	c.wakeCtl()
+}
+
+func (c *conn) wakeCtl() {
+	select {
+	case c.ctlWake <- struct{}{}:
+	default:
+	}
+}
+
+// fail finishes the connection: every stream still registered reports err.
+func (c *conn) fail(err error) {
+	c.mu.Lock()
+	if c.err == nil {
+		c.err = err
+	}
+	streams := c.streams
+	c.streams = make(map[uint32]*Stream)
+	c.mu.Unlock()
+	for _, s := range streams {
+		s.terminate(err)
+	}
+	c.close()
+}
+
+func (c *conn) close() {
+	c.closeOnce.Do(func() {
+		close(c.closed)
+		c.rwc.Close()
+	})
+}
+
+func (c *conn) remove(s *Stream) {
+	c.mu.Lock()
+	if c.streams[s.id] == s {
+		delete(c.streams, s.id)
+	}
+	c.mu.Unlock()
+}
+
+// readLoop reads frames until the channel fails. first, when set, is told
+// of the hello frame, which must come first (parent side).
+func (c *conn) readLoop(first func([]byte)) error {
+	var hb [headerSize]byte
+	for {
+		if _, err := io.ReadFull(c.r, hb[:]); err != nil {
+			return err
+		}
+		h, err := parseHeader(hb[:])
+		if err != nil {
+			return err
+		}
+		if first != nil {
+			if h.typ != frameHello {
+				return protoErr("first frame is type %d, not hello", h.typ)
+			}
+			hello := make([]byte, h.length)
+			if _, err := io.ReadFull(c.r, hello); err != nil {
+				return err
+			}
+			first(hello)
+			first = nil
+			continue
+		}
+		if err := c.handleFrame(h); err != nil {
+			return err
+		}
+	}
+}
+
+func (c *conn) handleFrame(h frameHeader) error {
+	switch h.typ {
+	case frameHello:
+		if c.parent {
+			return protoErr("second hello")
+		}
+		return protoErr("hello sent to a worker")
+	case frameSettings:
+		if c.parent {
+			return protoErr("settings sent by a worker")
+		}
+		c.peerMax.Store(int64(h.aux))
+		return nil
+	}
+	c.mu.Lock()
+	s := c.streams[h.id]
+	if s == nil {
+		if h.id <= c.lastID {
+			// A stream this side already let go of: the peer could not know yet.
+			c.mu.Unlock()
+			_, err := c.r.Discard(int(h.length))
+			return err
+		}
+		if c.parent {
+			c.mu.Unlock()
+			return protoErr("frame for stream %d that was never opened", h.id)
+		}
+		if h.typ != frameData || h.flags&flagFirst == 0 {
+			c.mu.Unlock()
+			return protoErr("stream %d does not start with a message", h.id)
+		}
+		c.lastID = h.id
+		s = newStream(c, h.id)
+		s.ctx, s.cancel = context.WithCancel(c.baseCtx)
+		c.streams[h.id] = s
+	}
+	c.mu.Unlock()
+	switch h.typ {
+	case frameData:
+		return c.readData(s, h)
+	case frameWindow:
+		s.mu.Lock()
+		if s.credit+int64(h.aux) > window {
+			s.mu.Unlock()
+			return protoErr("stream %d: credit beyond the window", h.id)
+		}
+		s.credit += int64(h.aux)
+		s.mu.Unlock()
+		signal(s.cwake)
+	case frameEOF:
+		s.mu.Lock()
+		if s.eof || s.partial != nil {
+			s.mu.Unlock()
+			return protoErr("stream %d: eof twice or inside a message", h.id)
+		}
+		s.eof = true
+		s.mu.Unlock()
+		signal(s.rwake)
+	case frameReset:
+		// A reset may cut a message short (Close during a Send elsewhere).
+		c.remove(s)
+		s.mu.Lock()
+		s.partial = nil
+		s.done = true
+		if c.parent {
+			s.eof = true // the handler returned: nothing more will come
+		}
+		s.mu.Unlock()
+		if s.cancel != nil {
+			s.cancel()
+		}
+		signal(s.rwake)
+		signal(s.cwake)
+	}
+	return nil
+}
+
+func (c *conn) readData(s *Stream, h frameHeader) error {
+	n := int64(h.length)
+	s.mu.Lock()
+	bad := ""
+	switch {
+	case s.eof:
+		bad = "data after eof"
+	case n > s.allowed:
+		bad = "data beyond the credit granted"
+	case h.flags&flagFirst != 0 && s.partial != nil:
+		bad = "message started inside a message"
+	case h.flags&flagFirst == 0 && s.partial == nil:
+		bad = "continuation outside a message"
+	case h.flags&flagFirst != 0 && int64(h.aux) > c.maxMessage:
+		bad = "message larger than the limit"
+	case h.flags&flagFirst == 0 && int64(len(s.partial))+n > s.want:
+		bad = "message longer than announced"
+	}
+	if bad != "" {
+		s.mu.Unlock()
+		return protoErr("stream %d: %s", h.id, bad)
+	}
+	s.allowed -= n
+	if h.flags&flagFirst != 0 {
+		s.want = int64(h.aux)
+		// Never trust an announced size with more memory than credit bounds.
+		s.partial = make([]byte, 0, min(s.want, window))
+	}
+	s.mu.Unlock()
+
+	// Only this goroutine touches partial between FIRST and completion.
+	buf := s.partial
+	l := len(buf)
+	if int64(cap(buf)-l) < n {
+		nb := make([]byte, l, min(s.want, max(int64(2*cap(buf)), int64(l)+n)))
+		copy(nb, buf)
+		buf = nb
+	}
+	buf = buf[:l+int(n)]
+	if _, err := io.ReadFull(c.r, buf[l:]); err != nil {
+		return err
+	}
+
+	s.mu.Lock()
+	if int64(len(buf)) == s.want {
+		s.partial = nil
+		s.queue = append(s.queue, buf)
+		s.qbytes += int64(len(buf))
+	} else {
+		s.partial = buf
+	}
+	// Credit comes back at once while the reader keeps up (nothing queued
+	// before this chunk's message), else when Recv drains the queue: a
+	// receiver that does not read holds at most a window plus one message.
+	s.owed += n
+	var give int64
+	if len(s.queue) <= 1 && (s.partial == nil || len(s.queue) == 0) && s.owed >= creditBatch {
+		give = s.owed
+		s.owed = 0
+		s.allowed += give
+	}
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		// Closed locally after the reader found it: drop what arrived.
+		s.mu.Lock()
+		s.queue, s.qbytes = nil, 0
+		s.mu.Unlock()
+		return nil
+	}
+	if give > 0 {
+		c.queueCredit(s.id, give)
+	}
+	signal(s.rwake)
+	if !c.parent && !s.started && s.partial == nil {
+		c.startHandler(s)
+	}
+	return nil
+}
+
+// startHandler runs the worker's handler once the header message is complete.
+func (c *conn) startHandler(s *Stream) {
+	s.mu.Lock()
+	header := s.queue[0]
+	s.queue = s.queue[1:]
+	s.qbytes -= int64(len(header))
+	s.started = true
+	s.mu.Unlock()
+	s.consumed()
+	c.handlers.Add(1)
+	go func() {
+		defer c.handlers.Done()
+		defer s.finish()
+		c.handle(s.ctx, header, s)
+	}()
+}
+
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// Stream is one bidirectional exchange of messages between the parent and
+// a worker. One goroutine may Send while another Recvs; Send calls are
+// serialized, and only one goroutine should Recv at a time.
+type Stream struct {
+	c  *conn
+	id uint32
+
+	mu      sync.Mutex
+	queue   [][]byte
+	qbytes  int64
+	partial []byte // reader goroutine only, between its checks
+	want    int64
+	owed    int64 // credit consumed and not yet given back
+	allowed int64 // credit granted to the peer and not yet used
+	credit  int64 // our credit to send
+	eof     bool  // peer's CloseSend
+	done    bool  // peer's reset (worker: abandoned; parent: handler returned)
+	closed  bool  // our Close
+	err     error // the connection ended
+	rwake   chan struct{}
+	cwake   chan struct{}
+
+	smu     sync.Mutex
+	sentEOF bool
+
+	// parent side
+	proc        *proc
+	deadlineSeq uint64
+	// worker side
+	ctx     context.Context
+	cancel  context.CancelFunc
+	started bool
+}
+
+func newStream(c *conn, id uint32) *Stream {
+	return &Stream{
+		c:       c,
+		id:      id,
+		allowed: window,
+		credit:  window,
+		rwake:   make(chan struct{}, 1),
+		cwake:   make(chan struct{}, 1),
+	}
+}
+
+// Recv returns the next message. It returns io.EOF after the peer's
+// CloseSend (parent side: also once the worker's handler returned),
+// ErrStreamClosed after Close (or, worker side, when the parent abandoned
+// the stream), and on the parent side an *ExitError once the worker process
+// died; messages that arrived before any of these are returned first.
+func (s *Stream) Recv() ([]byte, error) {
+	for {
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			return nil, ErrStreamClosed
+		}
+		if len(s.queue) > 0 {
+			m := s.queue[0]
+			s.queue[0] = nil
+			s.queue = s.queue[1:]
+			s.qbytes -= int64(len(m))
+			if len(s.queue) == 0 {
+				s.queue = nil
+			}
+			s.mu.Unlock()
+			s.consumed()
+			return m, nil
+		}
+		switch {
+		case s.err != nil:
+			err := s.err
+			s.mu.Unlock()
+			return nil, err
+		case s.eof:
+			s.mu.Unlock()
+			return nil, io.EOF
+		case s.done:
+			s.mu.Unlock()
+			return nil, ErrStreamClosed
+		}
+		s.mu.Unlock()
+		<-s.rwake
+	}
+}
+
+// consumed gives credit back once the queue is drained.
+func (s *Stream) consumed() {
+	s.mu.Lock()
+	var give int64
+	if len(s.queue) == 0 && s.owed >= creditBatch && !s.done && !s.closed && s.err == nil {
+		give = s.owed
+		s.owed = 0
+		s.allowed += give
+	}
+	s.mu.Unlock()
+	if give > 0 {
+		s.c.queueCredit(s.id, give)
+	}
+}
+
+// Send sends one message, in frames of at most 256 KiB, waiting for credit
+// when the peer has a window's worth unread.
+func (s *Stream) Send(msg []byte) error {
+	if int64(len(msg)) > s.c.peerMax.Load() {
+		return ErrTooLarge
+	}
+	s.smu.Lock()
+	defer s.smu.Unlock()
+	if s.sentEOF {
+		return ErrSendClosed
+	}
+	first := true
+	for off := 0; first || off < len(msg); {
+		n, err := s.takeCredit(len(msg) - off)
+		if err != nil {
+			return err
+		}
+		h := frameHeader{typ: frameData, id: s.id}
+		if first {
+			h.flags = flagFirst
+			h.aux = uint32(len(msg))
+		}
+		if err := s.c.writeFrame(h, msg[off:off+n]); err != nil {
+			return s.writeErr(err)
+		}
+		first = false
+		off += n
+	}
+	return nil
+}
+
+func (s *Stream) takeCredit(rem int) (int, error) {
+	for {
+		s.mu.Lock()
+		switch {
+		case s.err != nil:
+			err := s.err
+			s.mu.Unlock()
+			return 0, err
+		case s.closed || s.done:
+			s.mu.Unlock()
+			return 0, ErrStreamClosed
+		case rem == 0:
+			s.mu.Unlock()
+			return 0, nil
+		case s.credit > 0:
+			n := int(min(int64(rem), s.credit, maxFrame))
+			s.credit -= int64(n)
+			s.mu.Unlock()
+			return n, nil
+		}
+		s.mu.Unlock()
+		<-s.cwake
+	}
+}
+
+// writeErr turns a failed write into the error the stream will report:
+// the process's ExitError when the parent learns of it in time.
+func (s *Stream) writeErr(err error) error {
+	if s.proc != nil {
+		select {
+		case <-s.proc.done:
+			return s.proc.exitErr
+		case <-time.After(s.proc.slot.pool.grace):
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return s.err
+	}
+	return err
+}
+
+// CloseSend tells the peer no more messages follow (its Recv returns io.EOF).
+func (s *Stream) CloseSend() error {
+	s.smu.Lock()
+	defer s.smu.Unlock()
+	if s.sentEOF {
+		return nil
+	}
+	s.mu.Lock()
+	err := s.err
+	if err == nil && (s.closed || s.done) {
+		err = ErrStreamClosed
+	}
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	s.sentEOF = true
+	if err := s.c.writeFrame(frameHeader{typ: frameEOF, id: s.id}, nil); err != nil {
+		return s.writeErr(err)
+	}
+	return nil
+}
+
+// Close abandons the stream and frees it: on the parent side the worker's
+// handler context is canceled. It never blocks and may be called more
+// than once; every stream should be Closed when its caller is done with it.
+func (s *Stream) Close() {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.closed = true
+	live := !s.done && s.err == nil
+	s.queue, s.qbytes = nil, 0
+	s.mu.Unlock()
+	s.c.remove(s)
+	if live && s.c.parent {
+		s.c.queueReset(s.id)
+	}
+	if s.cancel != nil {
+		s.cancel()
+	}
+	signal(s.rwake)
+	signal(s.cwake)
+}
+
+// SetDeadline (parent side) arranges for the worker process to be killed
+// if the stream is still open at t plus the pool's Grace; Recv then
+// returns an *ExitError with Reason ExitDeadline. The zero time clears it.
+// On the worker side it does nothing.
+func (s *Stream) SetDeadline(t time.Time) {
+	if s.proc == nil {
+		return
+	}
+	s.mu.Lock()
+	s.deadlineSeq++
+	seq := s.deadlineSeq
+	s.mu.Unlock()
+	if !t.IsZero() {
+		s.proc.slot.pool.addDeadline(t, s, seq)
+	}
+}
+
+// open reports whether the stream still holds its worker to a deadline.
+func (s *Stream) live(seq uint64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return seq == s.deadlineSeq && !s.closed && !s.done && s.err == nil
+}
+
+// terminate ends the stream with the connection's error.
+func (s *Stream) terminate(err error) {
+	s.mu.Lock()
+	if s.err == nil {
+		s.err = err
+	}
+	s.mu.Unlock()
+	if s.cancel != nil {
+		s.cancel()
+	}
+	signal(s.rwake)
+	signal(s.cwake)
+}
+
+// finish runs after the worker's handler returned: EOF if the handler did
+// not send it, then a reset so the parent knows nothing more comes.
+func (s *Stream) finish() {
+	s.CloseSend()
+	s.mu.Lock()
+	send := !s.done && s.err == nil
+	s.closed = true
+	s.queue = nil
+	s.mu.Unlock()
+	s.c.remove(s)
+	if send {
+		s.c.writeFrame(frameHeader{typ: frameReset, id: s.id}, nil)
+	}
+	s.cancel()
+}

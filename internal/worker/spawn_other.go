@@ -1,0 +1,19 @@
+//go:build !unix
+
+package worker
+
+import (
+	"io"
+	"os"
+	"os/exec"
+)
+
+const supported = false
+
+func startProcess(string, []string, []string, io.Writer) (*exec.Cmd, *os.File, error) {
+	return nil, nil, errUnsupported
+}
+
+func killProcess(cmd *exec.Cmd) { cmd.Process.Kill() }
+
+func channelFile(int) (*os.File, bool) { return nil, false }
