@@ -11,3 +11,9 @@ import (
 func (w *workerServer) serveExtra(_ context.Context, kind wireKind, _ []byte) ([]byte, error) {
 	return nil, fmt.Errorf("%w: kind %d is not a request", errMalformed, kind)
 }
+
+// testEnvVars: no test knobs outside test builds.
+func testEnvVars() []string { return nil }
+
+// applyTestKnobs does nothing outside test builds.
+func (w *workerServer) applyTestKnobs() {}

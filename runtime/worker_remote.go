@@ -44,7 +44,9 @@ type workers struct {
 // workerEnvVars are the parent's variables a worker inherits: the Go
 // runtime's own settings, never the embedder's secrets (a worker taken
 // over by its guest could read its environment).
-var workerEnvVars = []string{"GOGC", "GOMEMLIMIT", "GOMAXPROCS", "GODEBUG", "GOTRACEBACK", "GOCOVERDIR"}
+func workerEnvVars() []string {
+	return append([]string{"GOGC", "GOMEMLIMIT", "GOMAXPROCS", "GODEBUG", "GOTRACEBACK", "GOCOVERDIR"}, testEnvVars()...)
+}
 
 // startWorkers starts the pool of a runtime of IsolationWorkers.
 func startWorkers(ctx context.Context, cfg Config, env workerEnv, log *zap.Logger) (*workers, error) {
@@ -61,7 +63,7 @@ func startWorkers(ctx context.Context, cfg Config, env workerEnv, log *zap.Logge
 		return nil, err
 	}
 	vars := []string{workerConfigEnv + "=" + string(doc)}
-	for _, k := range workerEnvVars {
+	for _, k := range workerEnvVars() {
 		if v, ok := os.LookupEnv(k); ok {
 			vars = append(vars, k+"="+v)
 		}
@@ -418,15 +420,37 @@ func (rt *Runtime) remotePackage(slot int, gen uint64, m []byte, path string) (*
 	return p, nil
 }
 
+// uploadTries runs one step of an upload in a worker: when the worker
+// dies under it, once more on a fresh one (a neighbour's call may have
+// taken the memory), and when that one dies too the upload is rejected
+// as worker_exited: the module's checks end workers.
+func uploadTries[T any](ctx context.Context, op string, try func() (T, error)) (T, error) {
+	var zero T
+	var werr *WorkerError
+	for attempt := 0; ; attempt++ {
+		v, err := try()
+		if !errors.As(err, &werr) || ctx.Err() != nil {
+			return v, err
+		}
+		if attempt == 1 {
+			return zero, &RejectedError{Rejections: []Rejection{{Code: CodeWorkerExited,
+				Message: fmt.Sprintf("%s ended its worker process twice (%s, %s): the module crashes the engine, or needs more memory than a worker may have", op, werr.Reason, werr.Status)}}}
+		}
+	}
+}
+
 // loadRemote is Load's work in a worker: checks, metering, compilation and
 // discovery all happen there.
 func (rt *Runtime) loadRemote(ctx context.Context, path string) (*Package, error) {
-	slot := rt.workers.pick()
-	m, gen, err := rt.workers.call(ctx, slot, "load "+path, encodeWire(wireLoad, wirePath{Path: path}))
-	if err != nil {
-		return nil, err
-	}
-	return rt.remotePackage(slot, gen, m, path)
+	op := "load " + path
+	return uploadTries(ctx, op, func() (*Package, error) {
+		slot := rt.workers.pick()
+		m, gen, err := rt.workers.call(ctx, slot, op, encodeWire(wireLoad, wirePath{Path: path}))
+		if err != nil {
+			return nil, err
+		}
+		return rt.remotePackage(slot, gen, m, path)
+	})
 }
 
 // openRemote is Open's work in a worker.
@@ -446,8 +470,13 @@ func (rt *Runtime) openRemote(ctx context.Context, a *Artifact, path string) (*P
 // validateRemote is Validate's work in a worker; the Checked it returns
 // lives as long as that worker does.
 func (rt *Runtime) validateRemote(ctx context.Context, path string) (*Checked, error) {
+	op := "validate " + path
+	return uploadTries(ctx, op, func() (*Checked, error) { return rt.validateOnce(ctx, op, path) })
+}
+
+func (rt *Runtime) validateOnce(ctx context.Context, op, path string) (*Checked, error) {
 	slot := rt.workers.pick()
-	m, gen, err := rt.workers.call(ctx, slot, "validate "+path, encodeWire(wireValidate, wirePath{Path: path}))
+	m, gen, err := rt.workers.call(ctx, slot, op, encodeWire(wireValidate, wirePath{Path: path}))
 	if err != nil {
 		return nil, err
 	}
@@ -461,10 +490,23 @@ func (rt *Runtime) validateRemote(ctx context.Context, path string) (*Checked, e
 		remote: &remoteRef{w: rt.workers, slot: slot, gen: gen, handle: wc.Handle}}, nil
 }
 
-// discoverRemote is Discover's work in the worker that holds c.
+// discoverRemote is Discover's work in the worker that holds c. A worker
+// that dies under it is the module's doing or a neighbour's: either way c
+// is gone with it, so the verdict is uploadTries' (the caller validates
+// again to try again).
 func (rt *Runtime) discoverRemote(ctx context.Context, c *Checked, path string) (*Package, error) {
-	ref := c.remote
 	op := "discover " + path
+	p, err := rt.discoverOnce(ctx, c, op, path)
+	var werr *WorkerError
+	if errors.As(err, &werr) && ctx.Err() == nil {
+		return nil, &RejectedError{Rejections: []Rejection{{Code: CodeWorkerExited,
+			Message: fmt.Sprintf("%s ended its worker process (%s, %s): the module crashes the engine, or needs more memory than a worker may have", op, werr.Reason, werr.Status)}}}
+	}
+	return p, err
+}
+
+func (rt *Runtime) discoverOnce(ctx context.Context, c *Checked, op, path string) (*Package, error) {
+	ref := c.remote
 	st, err := ref.stream(ctx, op, func(h uint64) []byte { return encodeWire(wireDiscover, wireHandleReq{Handle: h, Path: path}) })
 	if err != nil {
 		return nil, err

@@ -80,6 +80,7 @@ func serveWorker(ch *os.File) error {
 		return err
 	}
 	defer w.rt.Close(ctx)
+	w.applyTestKnobs()
 	hello := encodeWire(wireReply, report)
 	return worker.Serve(ctx, ch, hello, w.handle)
 }

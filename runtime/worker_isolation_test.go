@@ -1,0 +1,270 @@
+package runtime
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/subako/subako-runner/hostmod/subakohttp"
+	"github.com/subako/subako-runner/internal/devtools/testguest"
+	"github.com/subako/subako-runner/internal/wasmbin/wasmtest"
+	"github.com/subako/subako-runner/limits"
+)
+
+// instanceCounter is an InstanceObserver that reports instance starts on
+// a channel and keeps every call event.
+type instanceCounter struct {
+	started chan struct{}
+	mu      sync.Mutex
+	calls   []CallEvent
+}
+
+func newInstanceCounter() *instanceCounter { return &instanceCounter{started: make(chan struct{}, 64)} }
+
+func (o *instanceCounter) Upload(context.Context, UploadEvent) {}
+func (o *instanceCounter) Call(_ context.Context, e CallEvent) {
+	o.mu.Lock()
+	o.calls = append(o.calls, e)
+	o.mu.Unlock()
+}
+func (o *instanceCounter) InstanceStarted(context.Context) {
+	select {
+	case o.started <- struct{}{}:
+	default:
+	}
+}
+func (o *instanceCounter) InstanceEnded(context.Context) {}
+
+func (o *instanceCounter) events() []CallEvent {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]CallEvent(nil), o.calls...)
+}
+
+// The 64-byte module whose name section once took the process down (it
+// asked for 103 GB) is rejected in worker mode too, and the worker, the
+// parent and the calls running beside it go on.
+func TestWorkerNameBombRejectedWhileCallsGoOn(t *testing.T) {
+	t.Parallel()
+	rt := newWorkerRT(t, nil, Config{})
+	pkg := load(t, rt, "../testdata/packages/cgreet")
+	gen := rt.workers.pool.Slot(0).Generation()
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make(chan error, 20)
+	for i := range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := pkg.Call(ctx, CallRequest{Tool: "greet", Arguments: json.RawMessage(fmt.Sprintf(`{"name":"n%d"}`, i))})
+			if err != nil {
+				errs <- err
+				return
+			}
+			if res.Outcome != OutcomeOK {
+				errs <- fmt.Errorf("outcome %s", res.Outcome)
+			}
+			res.Release()
+		}()
+	}
+	bomb := wasmtest.NameCountBomb()
+	for _, try := range []func() error{
+		func() error { _, err := rt.Load(ctx, makePackage(t, writeModule(t, bomb), nil)); return err },
+		func() error { _, err := rt.Validate(ctx, writeModule(t, bomb)); return err },
+		func() error { _, err := rt.RunCommand(ctx, writeModule(t, bomb), Command{}); return err },
+	} {
+		var rej *RejectedError
+		if err := try(); !errors.As(err, &rej) || rej.Rejections[0].Code != CodeInvalidModule {
+			t.Fatalf("the name-section bomb: %v; want invalid_module", err)
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("a call beside the bomb: %v", err)
+	}
+	if g := rt.workers.pool.Slot(0).Generation(); g != gen {
+		t.Errorf("the worker was replaced (generation %d → %d): the bomb must be rejected, not crash it", gen, g)
+	}
+}
+
+// A worker killed in the middle of a call ends that call with a
+// *WorkerError (one event, code worker_exited), and the package's next
+// call runs on the fresh worker, which opens the package again.
+func TestWorkerKilledMidCall(t *testing.T) {
+	t.Parallel()
+	obs := newInstanceCounter()
+	rt := newWorkerRT(t, nil, Config{Observer: obs})
+	pkg := load(t, rt, makePackage(t, testguest.Go(t, guests+"misbehave"), nil))
+	slot := rt.workers.pool.Slot(0)
+	gen, pid := slot.Generation(), slot.Pid()
+	done := make(chan error, 1)
+	go func() {
+		_, err := pkg.Call(context.Background(), CallRequest{Tool: "timeout_sleep"})
+		done <- err
+	}()
+	<-obs.started // the guest is running in the worker
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	err := <-done
+	var werr *WorkerError
+	if !errors.As(err, &werr) || !errors.Is(err, ErrWorkerExited) || werr.Pid != pid {
+		t.Fatalf("the call on a killed worker: %v; want a *WorkerError of pid %d", err, pid)
+	}
+	if werr.Reason != "crashed" || !strings.Contains(werr.Status, "killed") {
+		t.Errorf("reason %q status %q; want crashed, killed", werr.Reason, werr.Status)
+	}
+	res := call(t, pkg, CallRequest{Tool: "ok"})
+	if res.Outcome != OutcomeOK {
+		t.Fatalf("the next call: %s %+v", res.Outcome, res.Crash)
+	}
+	if g := slot.Generation(); g == gen || slot.Pid() == pid {
+		t.Errorf("the slot was not given a fresh worker (generation %d, pid %d)", g, slot.Pid())
+	}
+	var killed int
+	for _, e := range obs.events() {
+		if e.Outcome == OutcomeError && e.Code == CodeWorkerExited {
+			killed++
+		}
+	}
+	if killed != 1 {
+		t.Errorf("%d events with worker_exited; want exactly 1: %+v", killed, obs.events())
+	}
+}
+
+// subako_http in worker mode runs in the parent: the credential the
+// policy injects reaches the server, and the worker's memory never holds
+// its bytes, while it does hold what the guest sent (the scan can find
+// what is there).
+func TestWorkerHTTPCredentialStaysInParent(t *testing.T) {
+	t.Parallel()
+	secret := "s3cr3t-" + randomHex(t)
+	marker := "marker-" + randomHex(t)
+	var sawCredential, sawMarker bool
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		sawCredential = sawCredential || r.Header.Get("Authorization") == "Bearer "+secret
+		sawMarker = sawMarker || r.URL.Query().Get("m") == marker
+		fmt.Fprint(w, "authorized reply")
+	}))
+	defer srv.Close()
+	port := srv.Listener.Addr().(*net.TCPAddr).Port
+	host := fmt.Sprintf("api.test:%d", port)
+	policy, err := subakohttp.NewPolicy(subakohttp.PolicyConfig{
+		Allow:        []string{host},
+		Resolve:      map[string][]string{host: {"127.0.0.1"}},
+		AllowPrivate: []string{"127.0.0.1/32"},
+		Credentials: []subakohttp.Credential{{Pattern: host, Header: "Authorization", Value: func(context.Context) (string, bool) {
+			return "Bearer " + secret, true
+		}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := newWorkerRT(t, nil, Config{})
+	pkg := load(t, rt, makePackage(t, testguest.Go(t, guests+"httpprobe"), nil))
+	res, doc := httpCall(t, pkg, policy, nil, "", fmt.Sprintf(`{"url":"http://%s/hello?m=%s"}`, host, marker))
+	ok, _ := doc["ok"].(map[string]any)
+	if ok == nil || !strings.Contains(fmt.Sprint(ok["body"]), "authorized reply") {
+		t.Fatalf("the request through the parent: %v", doc)
+	}
+	mu.Lock()
+	if !sawCredential || !sawMarker {
+		t.Fatalf("the server saw credential %v, marker %v; want both", sawCredential, sawMarker)
+	}
+	mu.Unlock()
+	if res.Stats.HTTPRequests != 1 {
+		t.Errorf("stats count %d requests; want 1 (the parent's count)", res.Stats.HTTPRequests)
+	}
+	found := scanProcessMemory(t, rt.workers.pool.Slot(0).Pid(), []byte(secret), []byte(marker))
+	if !found[1] {
+		t.Fatal("the scan of the worker's memory did not find the marker the guest sent: it cannot be trusted to find the secret either")
+	}
+	if found[0] {
+		t.Fatal("the worker's memory holds the credential")
+	}
+}
+
+func randomHex(t *testing.T) string {
+	b := make([]byte, 12)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+// scanProcessMemory reports, for each needle, whether the readable memory
+// of process pid holds it.
+func scanProcessMemory(t *testing.T, pid int, needles ...[]byte) []bool {
+	t.Helper()
+	maps, err := os.Open(fmt.Sprintf("/proc/%d/maps", pid))
+	if err != nil {
+		t.Skipf("cannot read the worker's memory map here: %v", err)
+	}
+	defer maps.Close()
+	mem, err := os.Open(fmt.Sprintf("/proc/%d/mem", pid))
+	if err != nil {
+		t.Skipf("cannot read the worker's memory here: %v", err)
+	}
+	defer mem.Close()
+	found := make([]bool, len(needles))
+	sc := bufio.NewScanner(maps)
+	var buf []byte
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 2 || f[1][0] != 'r' || (len(f) >= 6 && strings.HasPrefix(f[5], "[v")) {
+			continue
+		}
+		from, to, _ := strings.Cut(f[0], "-")
+		lo, err1 := strconv.ParseUint(from, 16, 64)
+		hi, err2 := strconv.ParseUint(to, 16, 64)
+		if err1 != nil || err2 != nil || hi-lo > 1<<30 {
+			continue
+		}
+		buf = append(buf[:0], make([]byte, hi-lo)...)
+		n, _ := mem.ReadAt(buf, int64(lo))
+		for i, nd := range needles {
+			found[i] = found[i] || bytes.Contains(buf[:n], nd)
+		}
+	}
+	return found
+}
+
+// A call whose guest outlives its limit is still ended by the worker's
+// own layers (metering, the deadline): a crashed Result, and the worker
+// stays.
+func TestWorkerTimeoutIsACrashAndTheWorkerStays(t *testing.T) {
+	t.Parallel()
+	rt := newWorkerRT(t, nil, Config{})
+	pkg := load(t, rt, makePackage(t, testguest.Go(t, guests+"misbehave"), nil))
+	gen := rt.workers.pool.Slot(0).Generation()
+	lim := limits.Default()
+	lim.CallTimeout = 300_000_000 // 300 ms
+	res := call(t, pkg, CallRequest{Tool: "timeout_sleep", Limits: &lim})
+	if res.Outcome != OutcomeCrashed || res.Crash.Reason != CrashTimeout {
+		t.Fatalf("outcome %s crash %+v; want crash timeout", res.Outcome, res.Crash)
+	}
+	if strings.Contains(res.Crash.Message, "killed") {
+		t.Errorf("the worker was killed for a guest its own deadline stops: %q", res.Crash.Message)
+	}
+	if g := rt.workers.pool.Slot(0).Generation(); g != gen {
+		t.Errorf("generation %d → %d: the worker was replaced", gen, g)
+	}
+}
