@@ -268,3 +268,80 @@ func TestWorkerTimeoutIsACrashAndTheWorkerStays(t *testing.T) {
 		t.Errorf("generation %d → %d: the worker was replaced", gen, g)
 	}
 }
+
+// Every entry point works through workers: Validate then Discover, Probe,
+// the artifact and Open (on another runtime's workers), and a package set
+// that opens, evicts and opens again, releasing the workers' handles.
+func TestWorkerEntryPoints(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rt := newWorkerRT(t, nil, Config{})
+	c, err := rt.Validate(ctx, "../testdata/packages/cgreet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	if len(c.Imports()) == 0 || len(c.Source.Module) == 0 {
+		t.Fatalf("the checked module: %d imports, %d bytes", len(c.Imports()), len(c.Source.Module))
+	}
+	pkg, err := rt.Discover(ctx, c, "../testdata/packages/cgreet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pkg.Close(ctx)
+	if _, ok := pkg.Tool("greet"); !ok {
+		t.Fatalf("tools %v", pkg.Tools())
+	}
+	pr, err := pkg.Probe(ctx, Probe{Messages: []json.RawMessage{json.RawMessage(`{"jsonrpc":"2.0","id":"x","method":"tools/list","params":{}}`)}}, CallRequest{})
+	if err != nil || len(pr.Responses) != 1 || pr.Responses[0].ID.String() != `"x"` || !strings.Contains(string(pr.Responses[0].Result), "greet") {
+		t.Fatalf("probe: %+v, %v", pr, err)
+	}
+
+	a := pkg.Artifact()
+	rt2 := newWorkerRT(t, nil, Config{})
+	opened, err := rt2.Open(ctx, a, "../testdata/packages/cgreet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer opened.Close(ctx)
+	if opened.Opened == nil {
+		t.Fatal("Opened is not set")
+	}
+	res := call(t, opened, CallRequest{Tool: "greet", Arguments: json.RawMessage(`{"name":"Open"}`)})
+	if !strings.Contains(viewText(res), "Open") {
+		t.Fatalf("view %q", viewText(res))
+	}
+
+	// A set of one package at a time, two keys in turn.
+	store := t.TempDir()
+	for _, key := range []string{"a", "b"} {
+		if err := a.Save(store + "/" + key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set, err := NewPackageSet(rt, PackageSetConfig{MaxPackages: 1, Loader: PackageLoaderFunc(func(ctx context.Context, key string) (*Artifact, string, error) {
+		a, err := ReadArtifact(store + "/" + key)
+		return a, "../testdata/packages/cgreet", err
+	})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close(ctx)
+	for i := range 6 {
+		key := []string{"a", "b"}[i%2]
+		res, err := set.Call(ctx, key, CallRequest{Tool: "greet", Arguments: json.RawMessage(`{"name":"set"}`)})
+		if err != nil || res.Outcome != OutcomeOK {
+			t.Fatalf("set call %d: %v", i, err)
+		}
+		res.Release()
+	}
+	if st := set.Stats(); st.Evictions < 4 {
+		t.Fatalf("stats %+v: want the two keys evicting each other", st)
+	}
+	rt.workers.mu.Lock()
+	held := rt.workers.held[0]
+	rt.workers.mu.Unlock()
+	if want := pkg.ResidentBytes() + set.Stats().ResidentBytes; held != want {
+		t.Errorf("the slot's account is %d bytes; want %d (the package and the set's one open package)", held, want)
+	}
+}
