@@ -345,3 +345,42 @@ func TestWorkerEntryPoints(t *testing.T) {
 		t.Errorf("the slot's account is %d bytes; want %d (the package and the set's one open package)", held, want)
 	}
 }
+
+// The caller's cancellation and the runtime's close end a call in a
+// worker as they end one in process: the caller's context error, and
+// ErrClosed.
+func TestWorkerCallCanceledAndClosed(t *testing.T) {
+	t.Parallel()
+	for _, closeRT := range []bool{false, true} {
+		obs := newInstanceCounter()
+		rt := newWorkerRT(t, nil, Config{Observer: obs})
+		pkg := load(t, rt, makePackage(t, testguest.Go(t, guests+"misbehave"), nil))
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			_, err := pkg.Call(ctx, CallRequest{Tool: "timeout_sleep"})
+			done <- err
+		}()
+		<-obs.started
+		if closeRT {
+			if err := rt.Close(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			cancel()
+		}
+		err := <-done
+		cancel()
+		switch {
+		case closeRT && !errors.Is(err, ErrClosed):
+			t.Errorf("a call the runtime's close ended: %v; want ErrClosed", err)
+		case !closeRT && !errors.Is(err, context.Canceled):
+			t.Errorf("a call its caller canceled: %v; want context.Canceled", err)
+		}
+		if closeRT {
+			if _, err := pkg.Call(context.Background(), CallRequest{Tool: "ok"}); !errors.Is(err, ErrClosed) {
+				t.Errorf("a call after Close: %v; want ErrClosed", err)
+			}
+		}
+	}
+}
