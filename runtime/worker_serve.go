@@ -52,7 +52,9 @@ func serveWorker(ch *os.File) error {
 	if env.CacheDir != "" {
 		rw = append(rw, env.CacheDir)
 	}
-	rep, err := sandbox.Enter(sandbox.Config{ReadOnly: env.ReadOnly, ReadWrite: rw})
+	sc := sandbox.Config{ReadOnly: env.ReadOnly, ReadWrite: rw}
+	testSandboxKnobs(&sc)
+	rep, err := sandbox.Enter(sc)
 	if err != nil {
 		return fmt.Errorf("entering the sandbox: %w", err)
 	}

@@ -85,4 +85,9 @@ func TestWorkerSandboxReport(t *testing.T) {
 	if rt2 := newRuntime(t, nil); rt2.Sandbox().Workers {
 		t.Fatal("an in-process runtime reports workers")
 	}
+	// RequireSandbox holds New to what the report says.
+	strict := newWorkerRT(t, nil, Config{Workers: WorkerConfig{RequireSandbox: r.Complete()}})
+	if !strict.Sandbox().Complete() && r.Complete() {
+		t.Fatal("RequireSandbox let an incomplete sandbox through")
+	}
 }
