@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -382,5 +383,60 @@ func TestWorkerCallCanceledAndClosed(t *testing.T) {
 				t.Errorf("a call after Close: %v; want ErrClosed", err)
 			}
 		}
+	}
+}
+
+// A worker over its memory ceiling is killed: the call it ran ends with a
+// *WorkerError of reason memory, and the next call has a fresh worker.
+func TestWorkerOverItsMemoryCeilingIsKilled(t *testing.T) {
+	heavy(t)
+	t.Parallel()
+	lim := limits.Default()
+	lim.Memory = 2 << 30
+	rt := newWorkerRT(t, &lim, Config{Workers: WorkerConfig{MemoryMax: 200 << 20}})
+	pkg := load(t, rt, makePackage(t, testguest.Go(t, guests+"memhog"), nil))
+	// Filling 1 GiB takes the guest far longer than the pool takes to see
+	// its resident set pass 200 MiB.
+	_, err := pkg.Call(context.Background(), CallRequest{Tool: "alloc", Arguments: json.RawMessage(`{"mib":1024}`)})
+	var werr *WorkerError
+	if !errors.As(err, &werr) || werr.Reason != "memory" {
+		t.Fatalf("a call past the worker's memory ceiling: %v; want a *WorkerError of reason memory", err)
+	}
+	res := call(t, pkg, CallRequest{Tool: "alloc", Arguments: json.RawMessage(`{"mib":16}`)})
+	if res.Outcome != OutcomeOK {
+		t.Fatalf("the next call: %s %+v", res.Outcome, res.Crash)
+	}
+}
+
+// An upload whose checks end their worker (here: compiling the Go SDK's
+// module takes more memory than a 100 MiB worker may have) is tried once
+// more on a fresh worker, then rejected as worker_exited; the runtime goes
+// on serving.
+func TestWorkerUploadThatKillsItsWorkerIsRejected(t *testing.T) {
+	heavy(t)
+	t.Parallel()
+	testdata, err := filepath.Abs("../testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sdk := makePackage(t, testguest.Go(t, guests+"sdkgreet"), nil)
+	// No shared compilation cache: the module must really be compiled.
+	rt, err := New(context.Background(), Config{Isolation: IsolationWorkers,
+		Workers: WorkerConfig{Count: 1, MemoryMax: 100 << 20, ReadOnly: []string{testdata, filepath.Dir(sdk)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close(context.Background())
+	_, err = rt.Load(context.Background(), sdk)
+	var rej *RejectedError
+	if !errors.As(err, &rej) || len(rej.Rejections) != 1 || rej.Rejections[0].Code != CodeWorkerExited {
+		t.Fatalf("Load: %v; want the rejection worker_exited", err)
+	}
+	if g := rt.workers.pool.Slot(0).Generation(); g < 3 {
+		t.Errorf("generation %d: the upload should have been tried on two workers, each killed", g)
+	}
+	res := call(t, load(t, rt, "../testdata/packages/cgreet"), CallRequest{Tool: "greet", Arguments: json.RawMessage(`{"name":"after"}`)})
+	if res.Outcome != OutcomeOK {
+		t.Fatalf("a call after the rejection: %s", res.Outcome)
 	}
 }
