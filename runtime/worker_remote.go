@@ -20,6 +20,7 @@ import (
 	"github.com/subako/subako-runner/internal/instance"
 	"github.com/subako/subako-runner/internal/tmpvol"
 	"github.com/subako/subako-runner/internal/worker"
+	"github.com/subako/subako-runner/protocol"
 )
 
 // workers is a runtime's pool of worker processes (IsolationWorkers): the
@@ -385,25 +386,12 @@ func workerErr(op string, err error) error {
 // derives itself: the tool list is validated again from the artifact's
 // raw tools, the hashes are the artifact's, checked by parseArtifact.
 func (rt *Runtime) remotePackage(slot int, gen uint64, m []byte, path string) (*Package, error) {
-	var wp wirePackage
-	if err := decodeWire(m, wireReply, &wp); err != nil {
+	r, err := parseRemotePackage(m)
+	if err != nil {
 		rt.workers.pool.Slot(slot).KillProtocol()
 		return nil, err
 	}
-	a, err := parseArtifact(wp.Artifact, wp.Metered)
-	if err != nil {
-		rt.workers.pool.Slot(slot).KillProtocol()
-		return nil, fmt.Errorf("%w: the worker's artifact: %v", errMalformed, err)
-	}
-	tools, discover, err := a.restore()
-	if err != nil {
-		rt.workers.pool.Slot(slot).KillProtocol()
-		return nil, fmt.Errorf("%w: %v", errMalformed, err)
-	}
-	var hash [32]byte
-	if _, err := hex.Decode(hash[:], []byte(a.ModuleSHA256)); err != nil {
-		return nil, fmt.Errorf("%w: module hash: %v", errMalformed, err)
-	}
+	wp, a, tools, discover, hash := r.wire, r.artifact, r.tools, r.discover, r.hash
 	src := &Source{Manifest: a.Manifest, HasAssets: a.HasAssets}
 	if info, err := os.Stat(path); err == nil && info.IsDir() {
 		src.Dir = path
@@ -437,6 +425,39 @@ func uploadTries[T any](ctx context.Context, op string, try func() (T, error)) (
 				Message: fmt.Sprintf("%s ended its worker process twice (%s, %s): the module crashes the engine, or needs more memory than a worker may have", op, werr.Reason, werr.Status)}}}
 		}
 	}
+}
+
+// remoteDescription is a worker's description of a package it holds, as
+// the parent checked it.
+type remoteDescription struct {
+	wire     wirePackage
+	artifact *Artifact
+	tools    *protocol.ToolSet
+	discover protocol.DiscoverResult
+	hash     [32]byte
+}
+
+// parseRemotePackage decodes and checks a worker's wirePackage: the
+// artifact's layout, integrity and metered hash (parseArtifact), its tool
+// list validated again, its module hash. Anything else is malformed.
+func parseRemotePackage(m []byte) (*remoteDescription, error) {
+	r := &remoteDescription{}
+	if err := decodeWire(m, wireReply, &r.wire); err != nil {
+		return nil, err
+	}
+	var err error
+	if r.artifact, err = parseArtifact(r.wire.Artifact, r.wire.Metered); err != nil {
+		return nil, fmt.Errorf("%w: the worker's artifact: %v", errMalformed, err)
+	}
+	if r.tools, r.discover, err = r.artifact.restore(); err != nil {
+		return nil, fmt.Errorf("%w: %v", errMalformed, err)
+	}
+	h, err := hex.DecodeString(r.artifact.ModuleSHA256)
+	if err != nil || len(h) != len(r.hash) {
+		return nil, fmt.Errorf("%w: the module hash %q", errMalformed, r.artifact.ModuleSHA256)
+	}
+	copy(r.hash[:], h)
+	return r, nil
 }
 
 // loadRemote is Load's work in a worker: checks, metering, compilation and

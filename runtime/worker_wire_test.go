@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"encoding/json"
 	"errors"
 	"testing"
 
@@ -50,6 +51,18 @@ func FuzzWorkerReply(f *testing.F) {
 	f.Add(encodeWire(wireReply, wirePackage{Handle: 1, Artifact: []byte(`{"format":2}`)}))
 	f.Add(encodeWire(wireHTTP, wireHTTPMsg{Doc: []byte(`{}`), Used: 5}))
 	f.Add([]byte{byte(wireReply), 0xff, 0xff, 0xff, 0xff})
+	// A real package's description, for the fuzzer to take apart.
+	pkg := load(f, newRuntime(f, nil), "../testdata/packages/cgreet")
+	a := pkg.Artifact()
+	doc, err := json.Marshal(a)
+	if err != nil {
+		f.Fatal(err)
+	}
+	real := encodeWire(wireReply, wirePackage{Handle: 1, Artifact: doc, Metered: a.Metered})
+	if _, err := parseRemotePackage(real); err != nil {
+		f.Fatalf("a real package's description does not parse: %v", err)
+	}
+	f.Add(real)
 	f.Fuzz(func(t *testing.T, m []byte) {
 		var r wireResult
 		if decodeWire(m, wireReply, &r) == nil {
@@ -63,11 +76,8 @@ func FuzzWorkerReply(f *testing.F) {
 		}
 		var h wireHTTPMsg
 		decodeWire(m, wireHTTP, &h)
-		var p wirePackage
-		if decodeWire(m, wireReply, &p) == nil {
-			if a, err := parseArtifact(p.Artifact, p.Metered); err == nil {
-				a.restore()
-			}
+		if r, err := parseRemotePackage(m); err == nil && r.tools == nil {
+			t.Fatal("a package described without its tools")
 		}
 		var c wireChecked
 		decodeWire(m, wireReply, &c)
