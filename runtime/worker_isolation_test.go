@@ -440,3 +440,43 @@ func TestWorkerUploadThatKillsItsWorkerIsRejected(t *testing.T) {
 		t.Fatalf("a call after the rejection: %s", res.Outcome)
 	}
 }
+
+// The trace and progress of work done in a worker reach the runtime's
+// hooks before the work's answer: when Load and Call return, every line of
+// their instances, their ends included, has been traced, as in process.
+func TestWorkerTraceArrivesBeforeTheAnswer(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var kinds []TraceKind
+	var steps []ProgressStep
+	rt := newWorkerRT(t, nil, Config{
+		Trace: func(e TraceEvent) {
+			mu.Lock()
+			kinds = append(kinds, e.Kind)
+			mu.Unlock()
+		},
+		Progress: func(e ProgressEvent) {
+			mu.Lock()
+			steps = append(steps, e.Step)
+			mu.Unlock()
+		},
+	})
+	snapshot := func() ([]TraceKind, []ProgressStep) {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]TraceKind(nil), kinds...), append([]ProgressStep(nil), steps...)
+	}
+	pkg := load(t, rt, "../testdata/packages/cgreet")
+	k, s := snapshot()
+	if len(k) == 0 || k[len(k)-1] != TraceExit || len(s) == 0 {
+		t.Fatalf("after Load: trace %v, progress %v; want discovery's lines ending in its exit, and progress", k, s)
+	}
+	for i := range 5 {
+		call(t, pkg, CallRequest{Tool: "greet", Arguments: json.RawMessage(`{"name":"t"}`)})
+		k2, _ := snapshot()
+		if len(k2) <= len(k) || k2[len(k2)-1] != TraceExit {
+			t.Fatalf("after call %d: trace %v; want the call's lines ending in its exit", i, k2[len(k):])
+		}
+		k = k2
+	}
+}

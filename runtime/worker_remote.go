@@ -40,6 +40,10 @@ type workers struct {
 	held    []int64  // estimated resident bytes of the packages each slot holds
 	evGen   []uint64 // generation whose events stream is open, per slot
 	evClose []func()
+	// evSeen is the last wireSync each slot's events stream delivered;
+	// evMoved is closed (and replaced) whenever one moves or a stream ends.
+	evSeen  []uint64
+	evMoved chan struct{}
 }
 
 // workerEnvVars are the parent's variables a worker inherits: the Go
@@ -108,6 +112,8 @@ func startWorkers(ctx context.Context, cfg Config, env workerEnv, log *zap.Logge
 		log.Warn("worker sandbox incomplete: guests run in worker processes without these layers", zap.Strings("missing", w.report.Missing))
 	}
 	w.held = make([]int64, pool.Len())
+	w.evSeen = make([]uint64, pool.Len())
+	w.evMoved = make(chan struct{})
 	w.evGen = make([]uint64, pool.Len())
 	w.evClose = make([]func(), pool.Len())
 	return w, nil
@@ -169,9 +175,10 @@ func (w *workers) events(ctx context.Context, slot int) {
 		w.mu.Unlock()
 		return
 	}
-	w.evGen[slot], w.evClose[slot] = gen, st.Close
+	w.evGen[slot], w.evClose[slot], w.evSeen[slot] = gen, st.Close, 0
 	w.mu.Unlock()
 	go func() {
+		defer w.eventsMoved(slot, gen, 0, true)
 		for {
 			m, err := st.Recv()
 			if err != nil {
@@ -193,6 +200,13 @@ func (w *workers) events(ctx context.Context, slot int) {
 				if decodeWire(m, k, &e) == nil && w.progress != nil {
 					w.progress(e.Event)
 				}
+			case wireSync:
+				var seq uint64
+				if decodeWire(m, k, &seq) != nil {
+					s.KillProtocol()
+					return
+				}
+				w.eventsMoved(slot, gen, seq, false)
 			case wireInstance:
 				var e wireInstanceMsg
 				if decodeWire(m, k, &e) == nil && w.instObs != nil {
@@ -208,6 +222,59 @@ func (w *workers) events(ctx context.Context, slot int) {
 			}
 		}
 	}()
+}
+
+// eventsMoved records that slot's events stream of generation gen reached
+// seq, or ended, and wakes those waiting for it.
+func (w *workers) eventsMoved(slot int, gen, seq uint64, ended bool) {
+	w.mu.Lock()
+	if w.evGen[slot] == gen {
+		if ended {
+			w.evGen[slot] = 0
+		} else if seq > w.evSeen[slot] {
+			w.evSeen[slot] = seq
+		}
+	}
+	close(w.evMoved)
+	w.evMoved = make(chan struct{})
+	w.mu.Unlock()
+}
+
+// awaitEvents waits until slot's events stream has delivered every event
+// before the answer that carried seq (m, a wireSync), or has ended.
+func (w *workers) awaitEvents(slot int, m []byte) error {
+	var seq uint64
+	if err := decodeWire(m, wireSync, &seq); err != nil {
+		return err
+	}
+	for {
+		w.mu.Lock()
+		done := w.evGen[slot] == 0 || w.evSeen[slot] >= seq
+		moved := w.evMoved
+		w.mu.Unlock()
+		if done {
+			return nil
+		}
+		<-moved
+	}
+}
+
+// recv is an operation's next message, past the wireSync before its
+// answer (once the events before it are delivered).
+func (w *workers) recv(slot int, st *worker.Stream) ([]byte, error) {
+	for {
+		m, err := st.Recv()
+		if err != nil {
+			return nil, err
+		}
+		if k, _ := wireKindOf(m); k != wireSync {
+			return m, nil
+		}
+		if err := w.awaitEvents(slot, m); err != nil {
+			w.pool.Slot(slot).KillProtocol()
+			return nil, err
+		}
+	}
 }
 
 // remoteRef is what a Checked or Package of a runtime of IsolationWorkers
@@ -304,7 +371,7 @@ func (w *workers) call(ctx context.Context, slot int, op string, header []byte) 
 	defer st.Close()
 	stop := context.AfterFunc(ctx, st.Close)
 	defer stop()
-	m, err := st.Recv()
+	m, err := w.recv(slot, st)
 	if err != nil {
 		if cerr := canceled(ctx, op); cerr != nil {
 			return nil, 0, cerr
@@ -535,7 +602,7 @@ func (rt *Runtime) discoverOnce(ctx context.Context, c *Checked, op, path string
 	defer st.Close()
 	stop := context.AfterFunc(ctx, st.Close)
 	defer stop()
-	m, err := st.Recv()
+	m, err := rt.workers.recv(ref.slot, st)
 	if err != nil {
 		if cerr := canceled(ctx, op); cerr != nil {
 			return nil, cerr
