@@ -22,6 +22,7 @@ import (
 
 	"github.com/subako/subako-runner/hostmod/subakohttp"
 	"github.com/subako/subako-runner/internal/devtools/testguest"
+	"github.com/subako/subako-runner/internal/tmpvol"
 	"github.com/subako/subako-runner/internal/wasmbin/wasmtest"
 	"github.com/subako/subako-runner/limits"
 )
@@ -478,5 +479,32 @@ func TestWorkerTraceArrivesBeforeTheAnswer(t *testing.T) {
 			t.Fatalf("after call %d: trace %v; want the call's lines ending in its exit", i, k2[len(k):])
 		}
 		k = k2
+	}
+}
+
+// What a guest in a worker did to /volume/tmp is never taken on the
+// worker's word: the parent looks at every directory a worker call used
+// before it goes back to the pool, so the calls after it get a fresh one.
+func TestWorkerTouchedTmpIsLookedAt(t *testing.T) {
+	if !tmpvol.Recycles(t.TempDir()) {
+		t.Skip("no directory metadata to compare on this platform: nothing is reused")
+	}
+	t.Parallel()
+	rt := newWorkerRT(t, nil, Config{TempDir: t.TempDir()})
+	pkg := load(t, rt, makePackage(t, testguest.Go(t, guests+"volops"), nil))
+	for _, op := range []struct{ op, path, to string }{
+		{"create", "/volume/tmp/f", ""},
+		{"churn", "/volume/tmp/f", ""},
+		{"chtimes", "/volume/tmp", ""},
+		{"mkdir", "/volume/tmp/d", ""},
+		{"symlink", "/volume/tmp/l", "x"},
+	} {
+		rt.volumes.Flush()
+		unlooked := unlookedVolumes(rt)
+		volop(t, pkg, op.op, op.path, op.to)
+		if unlookedVolumes(rt) != unlooked {
+			t.Errorf("after %s: /volume/tmp went back to the pool without a look", op.op)
+		}
+		expectFresh(t, rt, pkg, op.op)
 	}
 }

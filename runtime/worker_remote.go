@@ -53,6 +53,18 @@ func workerEnvVars() []string {
 	return append([]string{"GOGC", "GOMEMLIMIT", "GOMAXPROCS", "GODEBUG", "GOTRACEBACK", "GOCOVERDIR"}, testEnvVars()...)
 }
 
+// workerEnviron is a worker's whole environment: its configuration and
+// the Go runtime's settings of this process, nothing else.
+func workerEnviron(config []byte) []string {
+	vars := []string{workerConfigEnv + "=" + string(config)}
+	for _, k := range workerEnvVars() {
+		if v, ok := os.LookupEnv(k); ok {
+			vars = append(vars, k+"="+v)
+		}
+	}
+	return vars
+}
+
 // startWorkers starts the pool of a runtime of IsolationWorkers.
 func startWorkers(ctx context.Context, cfg Config, env workerEnv, log *zap.Logger) (*workers, error) {
 	wc := cfg.Workers
@@ -67,12 +79,7 @@ func startWorkers(ctx context.Context, cfg Config, env workerEnv, log *zap.Logge
 	if err != nil {
 		return nil, err
 	}
-	vars := []string{workerConfigEnv + "=" + string(doc)}
-	for _, k := range workerEnvVars() {
-		if v, ok := os.LookupEnv(k); ok {
-			vars = append(vars, k+"="+v)
-		}
-	}
+	vars := workerEnviron(doc)
 	grace := wc.Grace
 	if grace <= 0 {
 		grace = time.Second

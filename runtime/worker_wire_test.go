@@ -3,6 +3,8 @@ package runtime
 import (
 	"encoding/json"
 	"errors"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/subako/subako-runner/protocol"
@@ -82,4 +84,29 @@ func FuzzWorkerReply(f *testing.F) {
 		var c wireChecked
 		decodeWire(m, wireReply, &c)
 	})
+}
+
+// A worker's environment is its configuration and the Go runtime's
+// settings: none of the embedder's variables (a database password, an API
+// key) reaches a process a guest may take over.
+func TestWorkerEnvironmentIsMinimal(t *testing.T) {
+	t.Setenv("SUBAKO_TEST_EMBEDDER_SECRET", "hunter2")
+	t.Setenv("GOGC", "321")
+	env := workerEnviron([]byte(`{}`))
+	want := map[string]bool{workerConfigEnv + "={}": true, "GOGC=321": true}
+	for _, kv := range env {
+		if strings.Contains(kv, "hunter2") {
+			t.Fatalf("the worker's environment holds the embedder's secret: %v", env)
+		}
+		delete(want, kv)
+	}
+	if len(want) > 0 {
+		t.Fatalf("the worker's environment %v lacks %v", env, want)
+	}
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if k != workerConfigEnv && !slices.Contains(workerEnvVars(), k) {
+			t.Errorf("%s is not a variable a worker may inherit", k)
+		}
+	}
 }
