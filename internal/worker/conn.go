@@ -78,16 +78,24 @@ func newConn(rwc io.ReadWriteCloser, parent bool, maxMessage int64) *conn {
 // is already waiting for the lock (it will flush), which batches small
 // frames under load and costs nothing when alone.
 func (c *conn) writeFrame(h frameHeader, payload []byte) error {
-	var hb [headerSize]byte
-	h.length = uint32(len(payload))
-	putHeader(hb[:], h)
+	c.lockWriter()
+	defer c.wmu.Unlock()
+	return c.writeLocked(h, payload)
+}
+
+func (c *conn) lockWriter() {
 	c.wwait.Add(1)
 	c.wmu.Lock()
 	c.wwait.Add(-1)
-	defer c.wmu.Unlock()
+}
+
+func (c *conn) writeLocked(h frameHeader, payload []byte) error {
 	if c.werr != nil {
 		return c.werr
 	}
+	var hb [headerSize]byte
+	h.length = uint32(len(payload))
+	putHeader(hb[:], h)
 	_, err := c.w.Write(hb[:])
 	if err == nil && len(payload) > 0 {
 		_, err = c.w.Write(payload)
@@ -502,8 +510,11 @@ func (s *Stream) Send(msg []byte) error {
 	if s.sentEOF {
 		return ErrSendClosed
 	}
-	first := true
-	for off := 0; first || off < len(msg); {
+	return s.sendFrom(msg, 0, true)
+}
+
+func (s *Stream) sendFrom(msg []byte, off int, first bool) error {
+	for first || off < len(msg) {
 		n, err := s.takeCredit(len(msg) - off)
 		if err != nil {
 			return err

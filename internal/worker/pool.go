@@ -362,18 +362,35 @@ func (s *Slot) Open(ctx context.Context, header []byte) (*Stream, uint64, error)
 
 func (pr *proc) open(header []byte) (*Stream, error) {
 	c := pr.conn
+	st := newStream(c, 0)
+	st.proc = pr
+	// The id is taken and the first frame written under the writer lock:
+	// the worker sees new streams in increasing id order, so an id at or
+	// below the highest it saw and not open is a stream it let go of.
+	n := min(len(header), maxFrame)
+	st.credit -= int64(n)
+	st.smu.Lock()
+	defer st.smu.Unlock()
+	c.lockWriter()
 	c.mu.Lock()
 	if c.err != nil {
 		err := c.err
 		c.mu.Unlock()
+		c.wmu.Unlock()
 		return nil, err
 	}
 	c.lastID++
-	st := newStream(c, c.lastID)
-	st.proc = pr
+	st.id = c.lastID
 	c.streams[st.id] = st
 	c.mu.Unlock()
-	if err := st.Send(header); err != nil {
+	err := c.writeLocked(frameHeader{typ: frameData, flags: flagFirst, id: st.id, aux: uint32(len(header))}, header[:n])
+	c.wmu.Unlock()
+	if err == nil {
+		err = st.sendFrom(header, n, false)
+	} else {
+		err = st.writeErr(err)
+	}
+	if err != nil {
 		st.Close()
 		return nil, err
 	}
