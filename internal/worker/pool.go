@@ -537,11 +537,8 @@ func (pr *proc) reap() {
 	ee := &ExitError{Slot: pr.slot.index, Generation: pr.gen, Pid: pr.pid, Reason: reason,
 		Status: pr.cmd.ProcessState.String()}
 	pr.exitErr = ee
-	pr.conn.fail(ee)
-	close(pr.done)
-	if !pr.ready.Load() {
-		return // spawn reports it
-	}
+	// The slot lets go first: whoever sees this ExitError and Opens again
+	// waits for the replacement instead of finding the dead process.
 	s := pr.slot
 	s.mu.Lock()
 	if s.cur == pr {
@@ -549,6 +546,11 @@ func (pr *proc) reap() {
 		s.notifyLocked()
 	}
 	s.mu.Unlock()
+	pr.conn.fail(ee)
+	close(pr.done)
+	if !pr.ready.Load() {
+		return // spawn reports it
+	}
 	if closing {
 		return
 	}
