@@ -107,9 +107,26 @@ type Pool struct {
 
 	dmu       sync.Mutex
 	deadlines deadlineHeap
+	compactAt int
 	dwake     chan struct{}
 	watchDone chan struct{}
+
+	spawns      chan func()
+	spawnerOnce sync.Once
 }
+
+// spawner forks every worker from one goroutine locked to its thread for
+// the pool's life: Pdeathsig fires when the forking *thread* exits, and Go
+// retires the threads of goroutines that exit locked (a wasm engine may
+// do that), which would kill healthy workers.
+func (p *Pool) spawner() {
+	runtime.LockOSThread() // never unlocked: the thread ends with the pool
+	for fn := range p.spawns {
+		fn()
+	}
+}
+
+func (p *Pool) stopSpawner() { p.spawnerOnce.Do(func() { close(p.spawns) }) }
 
 // Slot is one place in the pool; its process is replaced after it dies.
 type Slot struct {
@@ -172,7 +189,10 @@ func Start(ctx context.Context, cfg Config) (*Pool, error) {
 		procs:     make(map[*proc]struct{}),
 		dwake:     make(chan struct{}, 1),
 		watchDone: make(chan struct{}),
+		compactAt: 256,
+		spawns:    make(chan func()),
 	}
+	go p.spawner()
 	env := cfg.Env
 	if env == nil {
 		env = os.Environ()
@@ -235,6 +255,7 @@ func (p *Pool) Close(ctx context.Context) error {
 	if p.closed {
 		p.mu.Unlock()
 		p.wg.Wait()
+		<-p.watchDone
 		return nil
 	}
 	p.closed = true
@@ -268,6 +289,7 @@ func (p *Pool) Close(ctx context.Context) error {
 		<-waited
 	}
 	<-p.watchDone
+	p.stopSpawner()
 	return err
 }
 
@@ -425,7 +447,17 @@ func (s *Slot) spawn(ctx context.Context) (*proc, error) {
 	gen := s.gen + 1
 	s.mu.Unlock()
 	tail := &stderrTail{log: p.log, slot: s.index}
-	cmd, f, err := startProcess(p.cfg.Path, p.cfg.Args, p.env, tail)
+	var (
+		cmd *exec.Cmd
+		f   *os.File
+		err error
+	)
+	started := make(chan struct{})
+	p.spawns <- func() {
+		cmd, f, err = startProcess(p.cfg.Path, p.cfg.Args, p.env, tail)
+		close(started)
+	}
+	<-started
 	if err != nil {
 		return nil, &StartError{Slot: s.index, Err: err}
 	}
@@ -656,6 +688,20 @@ func (h *deadlineHeap) Pop() any {
 
 func (p *Pool) addDeadline(t time.Time, s *Stream, seq uint64) {
 	p.dmu.Lock()
+	if len(p.deadlines) >= p.compactAt {
+		// Entries of streams that finished stay until their time; drop
+		// them before the heap grows with them.
+		live := p.deadlines[:0]
+		for _, d := range p.deadlines {
+			if d.s.live(d.seq) {
+				live = append(live, d)
+			}
+		}
+		clear(p.deadlines[len(live):])
+		p.deadlines = live
+		heap.Init(&p.deadlines)
+		p.compactAt = max(256, 2*len(live))
+	}
 	heap.Push(&p.deadlines, deadline{at: t.Add(p.grace), s: s, seq: seq})
 	first := p.deadlines[0].s == s && p.deadlines[0].seq == seq
 	p.dmu.Unlock()
@@ -682,18 +728,6 @@ func (p *Pool) watch() {
 		p.dmu.Lock()
 		for len(p.deadlines) > 0 && !p.deadlines[0].at.After(now) {
 			expired = append(expired, heap.Pop(&p.deadlines).(deadline))
-		}
-		// Drop entries of finished streams so the heap does not grow with them.
-		if len(p.deadlines) > 64 && len(p.deadlines)%64 == 0 {
-			live := p.deadlines[:0]
-			for _, d := range p.deadlines {
-				if d.s.live(d.seq) {
-					live = append(live, d)
-				}
-			}
-			clear(p.deadlines[len(live):])
-			p.deadlines = live
-			heap.Init(&p.deadlines)
 		}
 		next := time.Hour
 		if len(p.deadlines) > 0 {
