@@ -390,7 +390,7 @@ func (pr *proc) open(header []byte) (*Stream, error) {
 	// the worker sees new streams in increasing id order, so an id at or
 	// below the highest it saw and not open is a stream it let go of.
 	n := min(len(header), maxFrame)
-	st.credit -= int64(n)
+	st.credit -= int64(n) + msgCost
 	st.smu.Lock()
 	defer st.smu.Unlock()
 	c.lockWriter()

@@ -104,7 +104,11 @@ func testWorker(ch *os.File) int {
 		case "exit":
 			os.Exit(3)
 		case "flood":
-			m := make([]byte, 1024)
+			n, err := strconv.Atoi(arg)
+			if err != nil {
+				n = 1024
+			}
+			m := make([]byte, n)
 			for s.Send(m) == nil {
 			}
 		case "garbage":
@@ -403,6 +407,33 @@ func TestNoHeadOfLineBlocking(t *testing.T) {
 	sink.Close()
 	if err := <-sendDone; !errors.Is(err, ErrStreamClosed) {
 		t.Fatalf("blocked Send after Close: %v", err)
+	}
+}
+
+// Empty messages cost credit too: a flood of them is bounded like any other.
+func TestEmptyMessagesAreBounded(t *testing.T) {
+	p := startPool(t, testConfig(""))
+	flood := open(t, p.Slot(0), "flood:0")
+	defer flood.Close()
+	queued := func() int {
+		flood.mu.Lock()
+		defer flood.mu.Unlock()
+		return len(flood.queue)
+	}
+	for queued() < window/msgCost/2 {
+		time.Sleep(time.Millisecond)
+	}
+	echo := open(t, p.Slot(0), "echo")
+	defer echo.Close()
+	for range 10 {
+		echo.Send([]byte("x"))
+		recvString(t, echo)
+	}
+	if n := queued(); n > window/msgCost+1 {
+		t.Fatalf("%d empty messages queued (window %d, %d each)", n, window, msgCost)
+	}
+	if m, err := flood.Recv(); err != nil || len(m) != 0 {
+		t.Fatalf("got %q, %v", m, err)
 	}
 }
 
