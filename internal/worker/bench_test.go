@@ -2,6 +2,8 @@ package worker
 
 import (
 	"context"
+	"io"
+	"os"
 	"testing"
 )
 
@@ -88,5 +90,26 @@ func BenchmarkStart(b *testing.B) {
 			b.Fatal(err)
 		}
 		p.Close(context.Background())
+	}
+}
+
+// BenchmarkRawPingPong is the floor under BenchmarkRoundTrip: 64 bytes
+// each way on the bare socketpair, between the same two processes.
+func BenchmarkRawPingPong(b *testing.B) {
+	cfg := testConfig("raw")
+	cmd, f, err := startProcess(cfg.Path, cfg.Args, append(cfg.Env, ChannelEnv+"=3"), os.Stderr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { f.Close(); cmd.Wait() }()
+	msg := make([]byte, 64)
+	buf := make([]byte, 64)
+	for b.Loop() {
+		if _, err := f.Write(msg); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := io.ReadFull(f, buf); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -86,6 +86,9 @@ func (e *StartError) Error() string {
 
 func (e *StartError) Unwrap() error { return e.Err }
 
+// errGone: the process died before a stream could be opened on it.
+var errGone = errors.New("worker: process gone")
+
 var errUnsupported = errors.New("worker: worker processes are supported on unix only")
 
 // Pool is a fixed set of slots, each holding one worker process that is
@@ -366,6 +369,15 @@ func (s *Slot) Open(ctx context.Context, header []byte) (*Stream, uint64, error)
 		s.mu.Unlock()
 		if pr != nil {
 			st, err := pr.open(header)
+			if err == errGone {
+				// It died before anything was sent: the replacement may take it.
+				select {
+				case <-pr.done:
+				case <-ctx.Done():
+					return nil, 0, ctx.Err()
+				}
+				continue
+			}
 			if err != nil {
 				return nil, pr.gen, err
 			}
@@ -396,10 +408,9 @@ func (pr *proc) open(header []byte) (*Stream, error) {
 	c.lockWriter()
 	c.mu.Lock()
 	if c.err != nil {
-		err := c.err
 		c.mu.Unlock()
 		c.wmu.Unlock()
-		return nil, err
+		return nil, errGone
 	}
 	c.lastID++
 	st.id = c.lastID

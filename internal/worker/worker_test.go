@@ -34,6 +34,10 @@ func testWorker(ch *os.File) int {
 	case "exit-before-hello":
 		fmt.Fprintln(os.Stderr, "boom before hello")
 		return 4
+	case "raw":
+		// Echoes bytes on the bare socket: the floor BenchmarkRawPingPong measures.
+		io.Copy(ch, ch)
+		return 0
 	case "exit-after-hello":
 		var hb [headerSize]byte
 		putHeader(hb[:], frameHeader{typ: frameHello})
