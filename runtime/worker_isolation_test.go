@@ -269,6 +269,7 @@ func scanProcessMemory(t *testing.T, pid int, needles ...[]byte) []bool {
 // own layers (metering, the deadline): a crashed Result, and the worker
 // stays.
 func TestWorkerTimeoutIsACrashAndTheWorkerStays(t *testing.T) {
+	heavy(t) // a Go guest: slow to start under -race
 	t.Parallel()
 	rt := newWorkerRT(t, nil, Config{})
 	pkg := load(t, rt, makePackage(t, testguest.Go(t, guests+"misbehave"), nil))
@@ -368,6 +369,7 @@ func TestWorkerEntryPoints(t *testing.T) {
 // worker as they end one in process: the caller's context error, and
 // ErrClosed.
 func TestWorkerCallCanceledAndClosed(t *testing.T) {
+	heavy(t) // a Go guest: slow to start under -race
 	t.Parallel()
 	for _, closeRT := range []bool{false, true} {
 		obs := newInstanceCounter()
@@ -508,6 +510,7 @@ func TestWorkerTraceArrivesBeforeTheAnswer(t *testing.T) {
 // worker's word: the parent looks at every directory a worker call used
 // before it goes back to the pool, so the calls after it get a fresh one.
 func TestWorkerTouchedTmpIsLookedAt(t *testing.T) {
+	heavy(t) // a Go guest: slow to start under -race
 	if !tmpvol.Recycles(t.TempDir()) {
 		t.Skip("no directory metadata to compare on this platform: nothing is reused")
 	}
@@ -528,5 +531,32 @@ func TestWorkerTouchedTmpIsLookedAt(t *testing.T) {
 			t.Errorf("after %s: /volume/tmp went back to the pool without a look", op.op)
 		}
 		expectFresh(t, rt, pkg, op.op)
+	}
+}
+
+// A package outside the directories a worker may read fails to load with
+// an error that says where to allow it.
+func TestWorkerOutsideItsDirectoriesSaysSo(t *testing.T) {
+	t.Parallel()
+	testdata, err := filepath.Abs("../testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := New(context.Background(), Config{Isolation: IsolationWorkers, CompilationCacheDir: compiledCache,
+		Workers: WorkerConfig{Count: 1, ReadOnly: []string{testdata}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close(context.Background())
+	if rt.Sandbox().Landlock == 0 {
+		t.Skip("no Landlock here: the worker may read anything")
+	}
+	outside := makePackage(t, testguest.Go(t, guests+"greet"), nil) // in the test's temporary directory
+	_, err = rt.Load(context.Background(), outside)
+	if err == nil || !strings.Contains(err.Error(), "WorkerConfig.ReadOnly") {
+		t.Fatalf("Load of a package outside the worker's directories: %v; want an error naming WorkerConfig.ReadOnly", err)
+	}
+	if _, err := rt.Load(context.Background(), "../testdata/packages/cgreet"); err != nil {
+		t.Fatalf("a package inside them: %v", err)
 	}
 }

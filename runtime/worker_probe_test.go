@@ -4,12 +4,14 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"net"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/subako/subako-runner/internal/devtools/testguest"
 	"github.com/subako/subako-runner/limits"
 )
 
@@ -138,5 +140,34 @@ func TestWorkerMissingLayerIsReportedAndCanBeRequired(t *testing.T) {
 		Workers: WorkerConfig{Count: 1, RequireSandbox: true}})
 	if err == nil || !strings.Contains(strings.ToLower(err.Error()), "landlock") {
 		t.Fatalf("New with RequireSandbox on a machine without Landlock: %v; want an error naming it", err)
+	}
+}
+
+// When the parent kills a worker for one operation's overrun, the other
+// calls it was running are not blamed for it: they end with a
+// *WorkerError (retry), not a crash "timeout" of their packages.
+func TestWorkerKilledForANeighbourIsNotATimeout(t *testing.T) {
+	t.Setenv(unmeteredEnv, "1")
+	obs := newInstanceCounter()
+	rt := newWorkerRT(t, nil, Config{Observer: obs, Workers: WorkerConfig{Grace: 200 * time.Millisecond}})
+	pkg := load(t, rt, makePackage(t, testguest.Go(t, guests+"misbehave"), nil))
+	done := make(chan error, 1)
+	go func() {
+		_, err := pkg.Call(context.Background(), CallRequest{Tool: "timeout_sleep"})
+		done <- err
+	}()
+	<-obs.started // discovery's instance
+	<-obs.started // the call's
+	lim := limits.Default()
+	lim.CallTimeout = 300 * time.Millisecond
+	lim.CompileTimeout = 2 * time.Second
+	res, err := rt.RunCommand(context.Background(), writeModule(t, spinModule()), Command{Limits: &lim})
+	if err != nil || res.Crash == nil || res.Crash.Reason != CrashTimeout {
+		t.Fatalf("the looping command: %+v, %v; want crash timeout", res, err)
+	}
+	err = <-done
+	var werr *WorkerError
+	if !errors.As(err, &werr) || werr.Reason != "deadline" {
+		t.Fatalf("the call beside it: %v; want a *WorkerError of reason deadline", err)
 	}
 }

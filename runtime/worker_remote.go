@@ -247,13 +247,21 @@ func (w *workers) eventsMoved(slot int, gen, seq uint64, ended bool) {
 	w.mu.Unlock()
 }
 
+// eventsLag bounds the wait for the events a worker announced: they were
+// sent before the announcement on an ordered stream, so only a worker that
+// lies (announcing events it never sends) makes the parent wait that long,
+// and it is killed for it.
+const eventsLag = 30 * time.Second
+
 // awaitEvents waits until slot's events stream has delivered every event
 // before the answer that carried seq (m, a wireSync), or has ended.
-func (w *workers) awaitEvents(slot int, m []byte) error {
+func (w *workers) awaitEvents(ctx context.Context, slot int, m []byte) error {
 	var seq uint64
 	if err := decodeWire(m, wireSync, &seq); err != nil {
 		return err
 	}
+	lag := time.NewTimer(eventsLag)
+	defer lag.Stop()
 	for {
 		w.mu.Lock()
 		done := w.evGen[slot] == 0 || w.evSeen[slot] >= seq
@@ -262,13 +270,19 @@ func (w *workers) awaitEvents(slot int, m []byte) error {
 		if done {
 			return nil
 		}
-		<-moved
+		select {
+		case <-moved:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-lag.C:
+			return fmt.Errorf("%w: events announced (up to %d) were never sent", errMalformed, seq)
+		}
 	}
 }
 
 // recv is an operation's next message, past the wireSync before its
 // answer (once the events before it are delivered).
-func (w *workers) recv(slot int, st *worker.Stream) ([]byte, error) {
+func (w *workers) recv(ctx context.Context, slot int, st *worker.Stream) ([]byte, error) {
 	for {
 		m, err := st.Recv()
 		if err != nil {
@@ -277,8 +291,10 @@ func (w *workers) recv(slot int, st *worker.Stream) ([]byte, error) {
 		if k, _ := wireKindOf(m); k != wireSync {
 			return m, nil
 		}
-		if err := w.awaitEvents(slot, m); err != nil {
-			w.pool.Slot(slot).KillProtocol()
+		if err := w.awaitEvents(ctx, slot, m); err != nil {
+			if ctx.Err() == nil {
+				w.pool.Slot(slot).KillProtocol()
+			}
 			return nil, err
 		}
 	}
@@ -378,7 +394,7 @@ func (w *workers) call(ctx context.Context, slot int, op string, header []byte) 
 	defer st.Close()
 	stop := context.AfterFunc(ctx, st.Close)
 	defer stop()
-	m, err := w.recv(slot, st)
+	m, err := w.recv(ctx, slot, st)
 	if err != nil {
 		if cerr := canceled(ctx, op); cerr != nil {
 			return nil, 0, cerr
@@ -609,7 +625,7 @@ func (rt *Runtime) discoverOnce(ctx context.Context, c *Checked, op, path string
 	defer st.Close()
 	stop := context.AfterFunc(ctx, st.Close)
 	defer stop()
-	m, err := rt.workers.recv(ref.slot, st)
+	m, err := rt.workers.recv(ctx, ref.slot, st)
 	if err != nil {
 		if cerr := canceled(ctx, op); cerr != nil {
 			return nil, cerr
@@ -650,7 +666,7 @@ func newWorkerRuntime(ctx context.Context, rt *Runtime, cfg Config, compileWorke
 	rt.meterings = newMeteringRecords("")
 	rt.compiler = compile.New(compile.Config{Runtime: rt.wz, ScratchDir: volumes.Dir(), Workers: compileWorkers, Log: rt.log,
 		IsClosed: rt.eng.IsClosed, Closed: ErrClosed, Phase: phase})
-	env := workerEnv{Limits: rt.limits, CacheDir: cacheDir, TempDir: volumes.Dir(), CompilationWorkers: compileWorkers,
+	env := workerEnv{Limits: rt.limits, CacheDir: cacheDir, StrictCache: cfg.StrictCompilationCache, TempDir: volumes.Dir(), CompilationWorkers: compileWorkers,
 		ReadOnly: cfg.Workers.ReadOnly, ReadWrite: cfg.Workers.ReadWrite,
 		Trace: cfg.Trace != nil, Progress: cfg.Progress != nil}
 	_, env.Instances = cfg.Observer.(InstanceObserver)

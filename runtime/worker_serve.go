@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"sync"
 
@@ -64,13 +65,14 @@ func serveWorker(ch *os.File) error {
 	w := &workerServer{pkgs: map[uint64]*Package{}, checked: map[uint64]*Checked{}}
 	lim := env.Limits
 	cfg := Config{
-		Logger:              zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.Lock(os.Stderr), zap.WarnLevel)),
-		Limits:              &lim,
-		CompilationCacheDir: env.CacheDir,
-		TempDir:             env.TempDir,
-		MaxInstances:        -1, // the parent admits
-		CompilationWorkers:  env.CompilationWorkers,
-		Observer:            workerObserver{w: w, instances: env.Instances},
+		Logger:                 zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.Lock(os.Stderr), zap.WarnLevel)),
+		Limits:                 &lim,
+		CompilationCacheDir:    env.CacheDir,
+		StrictCompilationCache: env.StrictCache,
+		TempDir:                env.TempDir,
+		MaxInstances:           -1, // the parent admits
+		CompilationWorkers:     env.CompilationWorkers,
+		Observer:               workerObserver{w: w, instances: env.Instances},
 	}
 	if env.Trace {
 		cfg.Trace = func(e TraceEvent) { w.event(wireTrace, wireTraceMsg{Event: e}) }
@@ -450,6 +452,8 @@ func failureOf(err error) wireFailure {
 		f.Kind = "closed"
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		f.Kind = "canceled"
+	case errors.Is(err, fs.ErrPermission):
+		f.Message += " (a worker process may read only the directories of WorkerConfig.ReadOnly and ReadWrite: add the package's, or the volume's, there)"
 	}
 	return f
 }

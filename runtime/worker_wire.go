@@ -117,6 +117,7 @@ func decodeWire(m []byte, want wireKind, v any) error {
 type workerEnv struct {
 	Limits             limits.Limits
 	CacheDir           string
+	StrictCache        bool
 	TempDir            string
 	CompilationWorkers int
 	ReadOnly           []string
