@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
@@ -31,6 +32,10 @@ func Enter(cfg Config) (Report, error) {
 		return Report{}, err
 	}
 	var r Report
+
+	// The runtime loads the local time zone on first use, from
+	// /etc/localtime, which Landlock is about to refuse.
+	time.Now().Zone()
 
 	if err := setRlimits(cfg.maxFiles()); err != nil {
 		r.Missing = append(r.Missing, "rlimits: "+err.Error())
