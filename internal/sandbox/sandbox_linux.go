@@ -77,7 +77,10 @@ func Enter(cfg Config) (Report, error) {
 		r.Missing = append(r.Missing, "rlimits: prctl(PR_SET_DUMPABLE, 0): "+err.Error())
 	}
 
-	n, err := enterSeccomp()
+	n, err := 0, errors.New("turned off for this test")
+	if !cfg.skipSeccomp {
+		n, err = enterSeccomp()
+	}
 	if err != nil {
 		r.Missing = append(r.Missing, "seccomp: "+err.Error())
 	} else {
