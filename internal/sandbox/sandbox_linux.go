@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
@@ -72,7 +73,7 @@ func Enter(cfg Config) (Report, error) {
 	// processes of the same user can no longer ptrace the worker or
 	// open its /proc files. Done before seccomp, which refuses prctl
 	// options other than the harmless ones.
-	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil && r.Rlimits {
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
 		r.Rlimits = false
 		r.Missing = append(r.Missing, "rlimits: prctl(PR_SET_DUMPABLE, 0): "+err.Error())
 	}
@@ -101,7 +102,7 @@ func Enter(cfg Config) (Report, error) {
 func dropLayer(missing []string, prefix string) []string {
 	out := missing[:0]
 	for _, m := range missing {
-		if len(m) < len(prefix) || m[:len(prefix)] != prefix {
+		if !strings.HasPrefix(m, prefix) {
 			out = append(out, m)
 		}
 	}

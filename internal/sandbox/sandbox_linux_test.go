@@ -242,6 +242,13 @@ func runChild(mode string) int {
 		}
 		return nil
 	})
+	check("not_dumpable", func() error {
+		d, err := unix.PrctlRetInt(unix.PR_GET_DUMPABLE, 0, 0, 0, 0)
+		if err == nil && d != 0 {
+			return fmt.Errorf("dumpable %d", d)
+		}
+		return err
+	})
 	check("rlimit_core", func() error {
 		var l unix.Rlimit
 		if err := unix.Getrlimit(unix.RLIMIT_CORE, &l); err != nil {
@@ -512,6 +519,7 @@ func TestEnter(t *testing.T) {
 		"channel_fd3":             "ok",
 		"rlimit_nofile":           "ok",
 		"rlimit_core":             "ok",
+		"not_dumpable":            "ok",
 
 		"open_etc_passwd":      "EACCES", // Landlock
 		"tcp_connect":          "EPERM",  // seccomp refuses socket()
@@ -610,7 +618,7 @@ func TestEnterWithoutSeccomp(t *testing.T) {
 	if rep.Landlock < 4 || !rep.LandlockNet {
 		t.Skipf("SKIPPED: this kernel's Landlock (ABI %d) has no network rules to test", rep.Landlock)
 	}
-	for name, w := range map[string]string{
+	want := map[string]string{
 		"tcp_connect":   "EACCES", // Landlock's network rules
 		"tcp_bind_port": "EACCES",
 		// Landlock (ABI 7 here) lets a bind to port 0 through, and
@@ -620,9 +628,15 @@ func TestEnterWithoutSeccomp(t *testing.T) {
 		"socket_unix":             "ok", // only seccomp refuses sockets
 		"open_etc_passwd":         "EACCES",
 		"threads/open_etc_passwd": "EACCES",
-		"threads/no_new_privs":    "ok", // set by psx alone here
+		"threads/no_new_privs":    "ok",    // set by psx alone here
+		"kill_parent":             "EPERM", // Landlock's signal scope (ABI 6)
+		"open_parent_mem":         "EACCES",
 		"rw/rename_across_dirs":   "ok",
-	} {
+	}
+	if rep.Landlock < 6 {
+		delete(want, "kill_parent") // no signal scoping before ABI 6
+	}
+	for name, w := range want {
 		if got := res.Checks[name]; got != w {
 			t.Errorf("%s: got %q, want %q", name, got, w)
 		}
