@@ -142,6 +142,39 @@ func runChild(mode string) int {
 	checks["threads/open_etc_passwd"] = same(threadOpen)
 	checks["threads/socket"] = same(threadSocket)
 	checks["threads/no_new_privs"] = same(threadNNP)
+	// The pinned threads ended with their goroutines (they exit still
+	// locked), so these run on threads started after Enter, which must
+	// inherit every layer.
+	check("new_threads", func() error {
+		var wg sync.WaitGroup
+		hold := make(chan struct{})
+		results := make(chan string, pinned)
+		for range pinned {
+			wg.Go(func() {
+				runtime.LockOSThread()
+				f, err := os.Open("/etc/passwd")
+				if err == nil {
+					f.Close()
+				}
+				fd, serr := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
+				if serr == nil {
+					syscall.Close(fd)
+				}
+				results <- outcome(err) + "/" + outcome(serr)
+				<-hold // every goroutine keeps its own thread
+			})
+		}
+		var got []string
+		for range pinned {
+			got = append(got, <-results)
+		}
+		close(hold)
+		wg.Wait()
+		if o := same(got); o != "EACCES/EPERM" {
+			return errors.New(o)
+		}
+		return nil
+	})
 
 	// Work a worker does.
 	a, sub := filepath.Join(rw, "a"), filepath.Join(rw, "sub")
@@ -500,6 +533,7 @@ func TestEnter(t *testing.T) {
 		"threads/open_etc_passwd": "EACCES",
 		"threads/socket":          "EPERM",
 		"threads/no_new_privs":    "ok",
+		"new_threads":             "ok",
 		"rw/create_write":         "ok",
 		"rw/mkdir":                "ok",
 		"rw/rename_across_dirs":   "ok",
