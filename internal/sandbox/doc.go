@@ -67,10 +67,10 @@
 // A worker keeps what it needs, and so does whoever takes it over: its
 // own memory and descriptors (the channel to the parent included), CPU
 // time, reading and writing beneath Config's directories, and the
-// syscalls on the allowlist. A descriptor the worker inherits is not
-// checked again: the parent must hand it only fds 0, 1, 2 and the
-// channel at 3 (an inherited directory descriptor would be a way out of
-// Landlock through openat). Landlock does not govern stat, readlink,
+// syscalls on the allowlist. Landlock checks a file when it is opened,
+// so a descriptor the worker inherits (or opened before Enter) keeps the
+// access it was opened with: the parent should hand a worker only fds 0,
+// 1, 2 and the channel at 3. Landlock does not govern stat, readlink,
 // utimensat and access by path, so file names and metadata outside the
 // allowed directories can be probed, and timestamps changed where the
 // user may. The kernel itself is the remaining attack surface: a bug in
