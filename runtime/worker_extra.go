@@ -5,6 +5,8 @@ package runtime
 import (
 	"context"
 	"fmt"
+
+	"github.com/subako/subako-runner/internal/sandbox"
 )
 
 // serveExtra answers the kinds only test builds know: none here.
@@ -14,6 +16,9 @@ func (w *workerServer) serveExtra(_ context.Context, kind wireKind, _ []byte) ([
 
 // testEnvVars: no test knobs outside test builds.
 func testEnvVars() []string { return nil }
+
+// testSandboxKnobs does nothing outside test builds.
+func testSandboxKnobs(*sandbox.Config) {}
 
 // applyTestKnobs does nothing outside test builds.
 func (w *workerServer) applyTestKnobs() {}

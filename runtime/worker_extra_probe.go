@@ -9,6 +9,8 @@ import (
 	"os"
 	"syscall"
 	"time"
+
+	"github.com/subako/subako-runner/internal/sandbox"
 )
 
 // This file exists only in test builds (tag subakoprobe): it gives a
@@ -19,8 +21,18 @@ import (
 // off (compile.Compiler.DisableMeteringForTests).
 const unmeteredEnv = "SUBAKO_TEST_UNMETERED"
 
+// skipLandlockEnv, set in a test build's worker, leaves Landlock out of
+// its sandbox, as on a kernel without it.
+const skipLandlockEnv = "SUBAKO_TEST_SKIP_LANDLOCK"
+
 // testEnvVars are the test build's variables a worker inherits.
-func testEnvVars() []string { return []string{unmeteredEnv} }
+func testEnvVars() []string { return []string{unmeteredEnv, skipLandlockEnv} }
+
+func testSandboxKnobs(cfg *sandbox.Config) {
+	if os.Getenv(skipLandlockEnv) == "1" {
+		sandbox.SkipLandlockForTests(cfg)
+	}
+}
 
 // wireSandboxProbe asks a worker to try the escapes.
 type wireSandboxProbe struct {

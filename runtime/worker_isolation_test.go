@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/subako/subako-runner/hostmod/subakohttp"
 	"github.com/subako/subako-runner/internal/devtools/testguest"
+	"github.com/subako/subako-runner/internal/tmpvol"
 	"github.com/subako/subako-runner/internal/wasmbin/wasmtest"
 	"github.com/subako/subako-runner/limits"
 )
@@ -266,5 +268,243 @@ func TestWorkerTimeoutIsACrashAndTheWorkerStays(t *testing.T) {
 	}
 	if g := rt.workers.pool.Slot(0).Generation(); g != gen {
 		t.Errorf("generation %d → %d: the worker was replaced", gen, g)
+	}
+}
+
+// Every entry point works through workers: Validate then Discover, Probe,
+// the artifact and Open (on another runtime's workers), and a package set
+// that opens, evicts and opens again, releasing the workers' handles.
+func TestWorkerEntryPoints(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rt := newWorkerRT(t, nil, Config{})
+	c, err := rt.Validate(ctx, "../testdata/packages/cgreet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	if len(c.Imports()) == 0 || len(c.Source.Module) == 0 {
+		t.Fatalf("the checked module: %d imports, %d bytes", len(c.Imports()), len(c.Source.Module))
+	}
+	pkg, err := rt.Discover(ctx, c, "../testdata/packages/cgreet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pkg.Close(ctx)
+	if _, ok := pkg.Tool("greet"); !ok {
+		t.Fatalf("tools %v", pkg.Tools())
+	}
+	pr, err := pkg.Probe(ctx, Probe{Messages: []json.RawMessage{json.RawMessage(`{"jsonrpc":"2.0","id":"x","method":"tools/list","params":{}}`)}}, CallRequest{})
+	if err != nil || len(pr.Responses) != 1 || pr.Responses[0].ID.String() != `"x"` || !strings.Contains(string(pr.Responses[0].Result), "greet") {
+		t.Fatalf("probe: %+v, %v", pr, err)
+	}
+
+	a := pkg.Artifact()
+	rt2 := newWorkerRT(t, nil, Config{})
+	opened, err := rt2.Open(ctx, a, "../testdata/packages/cgreet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer opened.Close(ctx)
+	if opened.Opened == nil {
+		t.Fatal("Opened is not set")
+	}
+	res := call(t, opened, CallRequest{Tool: "greet", Arguments: json.RawMessage(`{"name":"Open"}`)})
+	if !strings.Contains(viewText(res), "Open") {
+		t.Fatalf("view %q", viewText(res))
+	}
+
+	// A set of one package at a time, two keys in turn.
+	store := t.TempDir()
+	for _, key := range []string{"a", "b"} {
+		if err := a.Save(store + "/" + key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set, err := NewPackageSet(rt, PackageSetConfig{MaxPackages: 1, Loader: PackageLoaderFunc(func(ctx context.Context, key string) (*Artifact, string, error) {
+		a, err := ReadArtifact(store + "/" + key)
+		return a, "../testdata/packages/cgreet", err
+	})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close(ctx)
+	for i := range 6 {
+		key := []string{"a", "b"}[i%2]
+		res, err := set.Call(ctx, key, CallRequest{Tool: "greet", Arguments: json.RawMessage(`{"name":"set"}`)})
+		if err != nil || res.Outcome != OutcomeOK {
+			t.Fatalf("set call %d: %v", i, err)
+		}
+		res.Release()
+	}
+	if st := set.Stats(); st.Evictions < 4 {
+		t.Fatalf("stats %+v: want the two keys evicting each other", st)
+	}
+	rt.workers.mu.Lock()
+	held := rt.workers.held[0]
+	rt.workers.mu.Unlock()
+	if want := pkg.ResidentBytes() + set.Stats().ResidentBytes; held != want {
+		t.Errorf("the slot's account is %d bytes; want %d (the package and the set's one open package)", held, want)
+	}
+}
+
+// The caller's cancellation and the runtime's close end a call in a
+// worker as they end one in process: the caller's context error, and
+// ErrClosed.
+func TestWorkerCallCanceledAndClosed(t *testing.T) {
+	t.Parallel()
+	for _, closeRT := range []bool{false, true} {
+		obs := newInstanceCounter()
+		rt := newWorkerRT(t, nil, Config{Observer: obs})
+		pkg := load(t, rt, makePackage(t, testguest.Go(t, guests+"misbehave"), nil))
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			_, err := pkg.Call(ctx, CallRequest{Tool: "timeout_sleep"})
+			done <- err
+		}()
+		<-obs.started
+		if closeRT {
+			if err := rt.Close(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			cancel()
+		}
+		err := <-done
+		cancel()
+		switch {
+		case closeRT && !errors.Is(err, ErrClosed):
+			t.Errorf("a call the runtime's close ended: %v; want ErrClosed", err)
+		case !closeRT && !errors.Is(err, context.Canceled):
+			t.Errorf("a call its caller canceled: %v; want context.Canceled", err)
+		}
+		if closeRT {
+			if _, err := pkg.Call(context.Background(), CallRequest{Tool: "ok"}); !errors.Is(err, ErrClosed) {
+				t.Errorf("a call after Close: %v; want ErrClosed", err)
+			}
+		}
+	}
+}
+
+// A worker over its memory ceiling is killed: the call it ran ends with a
+// *WorkerError of reason memory, and the next call has a fresh worker.
+func TestWorkerOverItsMemoryCeilingIsKilled(t *testing.T) {
+	heavy(t)
+	t.Parallel()
+	lim := limits.Default()
+	lim.Memory = 2 << 30
+	rt := newWorkerRT(t, &lim, Config{Workers: WorkerConfig{MemoryMax: 200 << 20}})
+	pkg := load(t, rt, makePackage(t, testguest.Go(t, guests+"memhog"), nil))
+	// Filling 1 GiB takes the guest far longer than the pool takes to see
+	// its resident set pass 200 MiB.
+	_, err := pkg.Call(context.Background(), CallRequest{Tool: "alloc", Arguments: json.RawMessage(`{"mib":1024}`)})
+	var werr *WorkerError
+	if !errors.As(err, &werr) || werr.Reason != "memory" {
+		t.Fatalf("a call past the worker's memory ceiling: %v; want a *WorkerError of reason memory", err)
+	}
+	res := call(t, pkg, CallRequest{Tool: "alloc", Arguments: json.RawMessage(`{"mib":16}`)})
+	if res.Outcome != OutcomeOK {
+		t.Fatalf("the next call: %s %+v", res.Outcome, res.Crash)
+	}
+}
+
+// An upload whose checks end their worker (here: compiling the Go SDK's
+// module takes more memory than a 100 MiB worker may have) is tried once
+// more on a fresh worker, then rejected as worker_exited; the runtime goes
+// on serving.
+func TestWorkerUploadThatKillsItsWorkerIsRejected(t *testing.T) {
+	heavy(t)
+	t.Parallel()
+	testdata, err := filepath.Abs("../testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sdk := makePackage(t, testguest.Go(t, guests+"sdkgreet"), nil)
+	// No shared compilation cache: the module must really be compiled.
+	rt, err := New(context.Background(), Config{Isolation: IsolationWorkers,
+		Workers: WorkerConfig{Count: 1, MemoryMax: 100 << 20, ReadOnly: []string{testdata, filepath.Dir(sdk)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close(context.Background())
+	_, err = rt.Load(context.Background(), sdk)
+	var rej *RejectedError
+	if !errors.As(err, &rej) || len(rej.Rejections) != 1 || rej.Rejections[0].Code != CodeWorkerExited {
+		t.Fatalf("Load: %v; want the rejection worker_exited", err)
+	}
+	if g := rt.workers.pool.Slot(0).Generation(); g < 3 {
+		t.Errorf("generation %d: the upload should have been tried on two workers, each killed", g)
+	}
+	res := call(t, load(t, rt, "../testdata/packages/cgreet"), CallRequest{Tool: "greet", Arguments: json.RawMessage(`{"name":"after"}`)})
+	if res.Outcome != OutcomeOK {
+		t.Fatalf("a call after the rejection: %s", res.Outcome)
+	}
+}
+
+// The trace and progress of work done in a worker reach the runtime's
+// hooks before the work's answer: when Load and Call return, every line of
+// their instances, their ends included, has been traced, as in process.
+func TestWorkerTraceArrivesBeforeTheAnswer(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var kinds []TraceKind
+	var steps []ProgressStep
+	rt := newWorkerRT(t, nil, Config{
+		Trace: func(e TraceEvent) {
+			mu.Lock()
+			kinds = append(kinds, e.Kind)
+			mu.Unlock()
+		},
+		Progress: func(e ProgressEvent) {
+			mu.Lock()
+			steps = append(steps, e.Step)
+			mu.Unlock()
+		},
+	})
+	snapshot := func() ([]TraceKind, []ProgressStep) {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]TraceKind(nil), kinds...), append([]ProgressStep(nil), steps...)
+	}
+	pkg := load(t, rt, "../testdata/packages/cgreet")
+	k, s := snapshot()
+	if len(k) == 0 || k[len(k)-1] != TraceExit || len(s) == 0 {
+		t.Fatalf("after Load: trace %v, progress %v; want discovery's lines ending in its exit, and progress", k, s)
+	}
+	for i := range 5 {
+		call(t, pkg, CallRequest{Tool: "greet", Arguments: json.RawMessage(`{"name":"t"}`)})
+		k2, _ := snapshot()
+		if len(k2) <= len(k) || k2[len(k2)-1] != TraceExit {
+			t.Fatalf("after call %d: trace %v; want the call's lines ending in its exit", i, k2[len(k):])
+		}
+		k = k2
+	}
+}
+
+// What a guest in a worker did to /volume/tmp is never taken on the
+// worker's word: the parent looks at every directory a worker call used
+// before it goes back to the pool, so the calls after it get a fresh one.
+func TestWorkerTouchedTmpIsLookedAt(t *testing.T) {
+	if !tmpvol.Recycles(t.TempDir()) {
+		t.Skip("no directory metadata to compare on this platform: nothing is reused")
+	}
+	t.Parallel()
+	rt := newWorkerRT(t, nil, Config{TempDir: t.TempDir()})
+	pkg := load(t, rt, makePackage(t, testguest.Go(t, guests+"volops"), nil))
+	for _, op := range []struct{ op, path, to string }{
+		{"create", "/volume/tmp/f", ""},
+		{"churn", "/volume/tmp/f", ""},
+		{"chtimes", "/volume/tmp", ""},
+		{"mkdir", "/volume/tmp/d", ""},
+		{"symlink", "/volume/tmp/l", "x"},
+	} {
+		rt.volumes.Flush()
+		unlooked := unlookedVolumes(rt)
+		volop(t, pkg, op.op, op.path, op.to)
+		if unlookedVolumes(rt) != unlooked {
+			t.Errorf("after %s: /volume/tmp went back to the pool without a look", op.op)
+		}
+		expectFresh(t, rt, pkg, op.op)
 	}
 }

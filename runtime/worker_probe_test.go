@@ -119,3 +119,24 @@ func TestWorkerUnmeteredGuestKilledAtDeadline(t *testing.T) {
 		}
 	}
 }
+
+// A machine without a layer (here Landlock, left out by the test knob)
+// still runs workers and says which layer is missing; RequireSandbox
+// refuses to run without it.
+func TestWorkerMissingLayerIsReportedAndCanBeRequired(t *testing.T) {
+	t.Setenv(skipLandlockEnv, "1")
+	rt := newWorkerRT(t, nil, Config{})
+	r := rt.Sandbox()
+	if r.Complete() || r.Landlock != 0 || len(r.Missing) == 0 || !strings.Contains(strings.ToLower(strings.Join(r.Missing, " ")), "landlock") {
+		t.Fatalf("report %+v; want Landlock missing and said so", r)
+	}
+	res := call(t, load(t, rt, "../testdata/packages/cgreet"), CallRequest{Tool: "greet", Arguments: []byte(`{"name":"x"}`)})
+	if res.Outcome != OutcomeOK {
+		t.Fatalf("a call without Landlock: %s", res.Outcome)
+	}
+	_, err := New(context.Background(), Config{Isolation: IsolationWorkers, CompilationCacheDir: compiledCache,
+		Workers: WorkerConfig{Count: 1, RequireSandbox: true}})
+	if err == nil || !strings.Contains(strings.ToLower(err.Error()), "landlock") {
+		t.Fatalf("New with RequireSandbox on a machine without Landlock: %v; want an error naming it", err)
+	}
+}

@@ -1,7 +1,10 @@
 package runtime
 
 import (
+	"encoding/json"
 	"errors"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/subako/subako-runner/protocol"
@@ -50,6 +53,18 @@ func FuzzWorkerReply(f *testing.F) {
 	f.Add(encodeWire(wireReply, wirePackage{Handle: 1, Artifact: []byte(`{"format":2}`)}))
 	f.Add(encodeWire(wireHTTP, wireHTTPMsg{Doc: []byte(`{}`), Used: 5}))
 	f.Add([]byte{byte(wireReply), 0xff, 0xff, 0xff, 0xff})
+	// A real package's description, for the fuzzer to take apart.
+	pkg := load(f, newRuntime(f, nil), "../testdata/packages/cgreet")
+	a := pkg.Artifact()
+	doc, err := json.Marshal(a)
+	if err != nil {
+		f.Fatal(err)
+	}
+	real := encodeWire(wireReply, wirePackage{Handle: 1, Artifact: doc, Metered: a.Metered})
+	if _, err := parseRemotePackage(real); err != nil {
+		f.Fatalf("a real package's description does not parse: %v", err)
+	}
+	f.Add(real)
 	f.Fuzz(func(t *testing.T, m []byte) {
 		var r wireResult
 		if decodeWire(m, wireReply, &r) == nil {
@@ -63,13 +78,35 @@ func FuzzWorkerReply(f *testing.F) {
 		}
 		var h wireHTTPMsg
 		decodeWire(m, wireHTTP, &h)
-		var p wirePackage
-		if decodeWire(m, wireReply, &p) == nil {
-			if a, err := parseArtifact(p.Artifact, p.Metered); err == nil {
-				a.restore()
-			}
+		if r, err := parseRemotePackage(m); err == nil && r.tools == nil {
+			t.Fatal("a package described without its tools")
 		}
 		var c wireChecked
 		decodeWire(m, wireReply, &c)
 	})
+}
+
+// A worker's environment is its configuration and the Go runtime's
+// settings: none of the embedder's variables (a database password, an API
+// key) reaches a process a guest may take over.
+func TestWorkerEnvironmentIsMinimal(t *testing.T) {
+	t.Setenv("SUBAKO_TEST_EMBEDDER_SECRET", "hunter2")
+	t.Setenv("GOGC", "321")
+	env := workerEnviron([]byte(`{}`))
+	want := map[string]bool{workerConfigEnv + "={}": true, "GOGC=321": true}
+	for _, kv := range env {
+		if strings.Contains(kv, "hunter2") {
+			t.Fatalf("the worker's environment holds the embedder's secret: %v", env)
+		}
+		delete(want, kv)
+	}
+	if len(want) > 0 {
+		t.Fatalf("the worker's environment %v lacks %v", env, want)
+	}
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if k != workerConfigEnv && !slices.Contains(workerEnvVars(), k) {
+			t.Errorf("%s is not a variable a worker may inherit", k)
+		}
+	}
 }
