@@ -208,12 +208,12 @@ func (w *workers) events(ctx context.Context, slot int) {
 					w.progress(e.Event)
 				}
 			case wireSync:
-				var seq uint64
+				var seq wireSeq
 				if decodeWire(m, k, &seq) != nil {
 					s.KillProtocol()
 					return
 				}
-				w.eventsMoved(slot, gen, seq, false)
+				w.eventsMoved(slot, gen, uint64(seq), false)
 			case wireInstance:
 				var e wireInstanceMsg
 				if decodeWire(m, k, &e) == nil && w.instObs != nil {
@@ -256,10 +256,11 @@ const eventsLag = 30 * time.Second
 // awaitEvents waits until slot's events stream has delivered every event
 // before the answer that carried seq (m, a wireSync), or has ended.
 func (w *workers) awaitEvents(ctx context.Context, slot int, m []byte) error {
-	var seq uint64
-	if err := decodeWire(m, wireSync, &seq); err != nil {
+	var s wireSeq
+	if err := decodeWire(m, wireSync, &s); err != nil {
 		return err
 	}
+	seq := uint64(s)
 	lag := time.NewTimer(eventsLag)
 	defer lag.Stop()
 	for {

@@ -139,6 +139,15 @@ func (rs *remoteSession) drive(w *workers, slot int, st *worker.Stream, out func
 	}
 }
 
+// ownLimits is lim as a call's header carries it: nil when they are the
+// runtime's own, which the worker has.
+func (rt *Runtime) ownLimits(lim limits.Limits) *limits.Limits {
+	if lim == rt.limits {
+		return nil
+	}
+	return &lim
+}
+
 // killedForItsTime reports whether err is the end of a worker the parent
 // killed for this operation's time: the kill was for a deadline, and this
 // operation's own limit and the grace had passed. Another call's overrun
@@ -184,7 +193,7 @@ func (p *Package) callRemote(ctx context.Context, req CallRequest, lim limits.Li
 	defer rs.close()
 	header := func(h uint64) []byte {
 		return encodeWire(wireCall, wireCallReq{Handle: h, Tool: tool, Arguments: req.Arguments, Tmp: res.TmpDir, Data: req.Data, Skills: req.Skills,
-			Limits: lim, Network: req.Network != nil})
+			Limits: p.rt.ownLimits(lim), Network: req.Network != nil})
 	}
 	ref := p.checked.remote
 	st, err := ref.stream(rs.ctx, what, header)
@@ -277,7 +286,7 @@ func (p *Package) probeRemote(ctx context.Context, pr Probe, req CallRequest, tm
 	}
 	ref := p.checked.remote
 	st, err := ref.stream(rs.ctx, what, func(h uint64) []byte {
-		return encodeWire(wireProbe, wireCallReq{Handle: h, Tmp: tmp, Data: req.Data, Skills: req.Skills, Limits: lim, Network: req.Network != nil,
+		return encodeWire(wireProbe, wireCallReq{Handle: h, Tmp: tmp, Data: req.Data, Skills: req.Skills, Limits: p.rt.ownLimits(lim), Network: req.Network != nil,
 			Messages: msgs, Discovery: pr.Discovery})
 	})
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"runtime/debug"
 	"sync"
 
 	"go.uber.org/zap"
@@ -114,7 +115,7 @@ func (w *workerServer) syncEvents() uint64 {
 	w.seq++
 	seq := w.seq
 	w.mu.Unlock()
-	if s.Send(encodeWire(wireSync, seq)) != nil {
+	if s.Send(encodeWire(wireSync, wireSeq(seq))) != nil {
 		return 0
 	}
 	return seq
@@ -161,7 +162,7 @@ type eventSinkKey struct{}
 func (w *workerServer) handle(ctx context.Context, header []byte, s *worker.Stream) {
 	reply, err := w.serve(ctx, header, s)
 	if seq := w.syncEvents(); seq != 0 {
-		s.Send(encodeWire(wireSync, seq))
+		s.Send(encodeWire(wireSync, wireSeq(seq)))
 	}
 	if err != nil {
 		s.Send(encodeWire(wireError, failureOf(err)))
@@ -169,6 +170,14 @@ func (w *workerServer) handle(ctx context.Context, header []byte, s *worker.Stre
 		s.Send(reply)
 	}
 	s.CloseSend()
+	if k, _ := wireKindOf(header); k == wireLoad || k == wireOpen || k == wireValidate || k == wireDiscover {
+		// A compilation leaves tens of MiB of garbage (the SDK's module:
+		// hundreds) that the collector, at the high GOGC a worker runs
+		// with, would keep resident until much later: what a worker costs
+		// at rest is its code and packages, not its last upload's garbage.
+		// Off the answer's path: the parent has it already.
+		debug.FreeOSMemory()
+	}
 }
 
 func (w *workerServer) serve(ctx context.Context, header []byte, s *worker.Stream) ([]byte, error) {
@@ -267,8 +276,7 @@ func (w *workerServer) serve(ctx context.Context, header []byte, s *worker.Strea
 		if p == nil {
 			return nil, fmt.Errorf("no package %d in this worker", req.Handle)
 		}
-		lim := req.Limits
-		creq := CallRequest{Tool: req.Tool, Arguments: req.Arguments, Tmp: req.Tmp, Data: req.Data, Skills: req.Skills, Limits: &lim}
+		creq := CallRequest{Tool: req.Tool, Arguments: req.Arguments, Tmp: req.Tmp, Data: req.Data, Skills: req.Skills, Limits: req.Limits}
 		if req.Network {
 			creq.exchange = streamExchange(s, nil)
 		}

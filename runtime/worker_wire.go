@@ -68,6 +68,12 @@ const maxWireKind = wireSync
 // a type gob cannot encode, which is a programming error caught by every
 // test that sends the kind.
 func encodeWire(kind wireKind, v any) []byte {
+	if c, ok := v.(wireCodec); ok {
+		w := wbuf{b: make([]byte, 1, 256)}
+		w.b[0] = byte(kind)
+		c.putWire(&w)
+		return w.b
+	}
 	var b bytes.Buffer
 	b.WriteByte(byte(kind))
 	if v != nil {
@@ -102,6 +108,17 @@ func decodeWire(m []byte, want wireKind, v any) error {
 	if v == nil {
 		if len(m) != 1 {
 			return fmt.Errorf("%w: kind %d carries data", errMalformed, k)
+		}
+		return nil
+	}
+	if d, ok := v.(wireDecoder); ok {
+		r := rbuf{b: m[1:]}
+		d.getWire(&r)
+		if r.err == nil && len(r.b) > 0 {
+			r.err = errors.New("data after the message")
+		}
+		if r.err != nil {
+			return fmt.Errorf("%w: kind %d: %v", errMalformed, k, r.err)
 		}
 		return nil
 	}
@@ -154,8 +171,10 @@ type wireCallReq struct {
 	Tool              string
 	Arguments         []byte
 	Tmp, Data, Skills string
-	Limits            limits.Limits
-	Network           bool // the parent holds a policy: exchange requests with it
+	// Limits are the call's when they differ from the runtime's (which the
+	// worker's runtime has); nil otherwise.
+	Limits  *limits.Limits
+	Network bool // the parent holds a policy: exchange requests with it
 	// Messages and Discovery are a probe's.
 	Messages  [][]byte
 	Discovery bool

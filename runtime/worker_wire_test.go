@@ -3,10 +3,13 @@ package runtime
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/subako/subako-runner/limits"
 	"github.com/subako/subako-runner/protocol"
 )
 
@@ -52,6 +55,8 @@ func FuzzWorkerReply(f *testing.F) {
 	f.Add(encodeWire(wireError, wireFailure{Kind: "rejected", Rejections: []Rejection{{Code: "x", Message: "y"}}}))
 	f.Add(encodeWire(wireReply, wirePackage{Handle: 1, Artifact: []byte(`{"format":2}`)}))
 	f.Add(encodeWire(wireHTTP, wireHTTPMsg{Doc: []byte(`{}`), Used: 5}))
+	f.Add(encodeWire(wireReply, wireResult{Responses: []wireMessage{{ID: []byte("1"), Error: &protocol.RPCError{Message: "x"}}}}))
+	f.Add(encodeWire(wireCall, wireCallReq{Tool: "t", Messages: [][]byte{[]byte("m")}, Limits: &limits.Limits{}}))
 	f.Add([]byte{byte(wireReply), 0xff, 0xff, 0xff, 0xff})
 	// A real package's description, for the fuzzer to take apart.
 	pkg := load(f, newRuntime(f, nil), "../testdata/packages/cgreet")
@@ -83,6 +88,10 @@ func FuzzWorkerReply(f *testing.F) {
 		}
 		var c wireChecked
 		decodeWire(m, wireReply, &c)
+		var q wireCallReq
+		decodeWire(m, wireCall, &q)
+		var seq wireSeq
+		decodeWire(m, wireSync, &seq)
 	})
 }
 
@@ -107,6 +116,43 @@ func TestWorkerEnvironmentIsMinimal(t *testing.T) {
 		k, _, _ := strings.Cut(kv, "=")
 		if k != workerConfigEnv && !slices.Contains(workerEnvVars(), k) {
 			t.Errorf("%s is not a variable a worker may inherit", k)
+		}
+	}
+}
+
+// The hand-written forms round-trip every field, and refuse a message cut
+// anywhere or with bytes after it.
+func TestWireCodecRoundTrip(t *testing.T) {
+	lim := limits.Default()
+	lim.CallTimeout = 7 * time.Second
+	msgs := []any{
+		wireCallReq{Handle: 9, Tool: "greet", Arguments: []byte(`{"a":1}`), Tmp: "/t", Data: "/d", Skills: "/s", Network: true, Discovery: true,
+			Messages: [][]byte{[]byte("m1"), []byte("m2")}, Limits: &lim},
+		wireResult{Result: []byte(`{}`), Crash: &Crash{Reason: "r", Message: "m", Stderr: "e"},
+			Stats: Stats{Duration: 1, FuelUsed: 2, MemoryBytes: 3, BytesWritten: 4, HTTPRequests: 5, HTTPBytesSent: 6, HTTPBytesReceived: 7, ExitWait: 8, QueueWait: 9, Queued: 10},
+			Reuse: true, Timing: wireTiming{InstanceStart: time.Unix(5, 6), Instantiate: 11, Run: 12},
+			Responses: []wireMessage{{Kind: protocol.KindResponse, ID: []byte("1"), Result: []byte("{}"), Error: &protocol.RPCError{Code: -1, Message: "x", Data: []byte("2")}}},
+			Notifs:    13, ExitAfter: 14, Stderr: "tail", ExitCode: 15},
+		wireHTTPMsg{Doc: []byte("doc"), Used: 1, Entries: 2, LinkBytes: 3},
+		wireSeq(42),
+	}
+	for _, in := range msgs {
+		m := encodeWire(wireReply, in)
+		out := reflect.New(reflect.TypeOf(in))
+		if err := decodeWire(m, wireReply, out.Interface()); err != nil {
+			t.Fatalf("%T: %v", in, err)
+		}
+		if !reflect.DeepEqual(out.Elem().Interface(), in) {
+			t.Errorf("%T: round trip gave %+v, want %+v", in, out.Elem().Interface(), in)
+		}
+		for cut := 1; cut < len(m); cut++ {
+			if err := decodeWire(m[:cut], wireReply, reflect.New(reflect.TypeOf(in)).Interface()); !errors.Is(err, errMalformed) {
+				t.Errorf("%T cut at %d of %d: %v; want errMalformed", in, cut, len(m), err)
+				break
+			}
+		}
+		if err := decodeWire(append(append([]byte(nil), m...), 0), wireReply, reflect.New(reflect.TypeOf(in)).Interface()); !errors.Is(err, errMalformed) {
+			t.Errorf("%T with a byte after it: %v", in, err)
 		}
 	}
 }
