@@ -1,0 +1,549 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	goruntime "runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/subako/subako-runner/runtime"
+)
+
+// benchWorker measures what IsolationWorkers costs against the in-process
+// runtime, in the same run: a sequential call of the C and Go greet
+// packages (interleaved blocks, medians), calls per second with 2×NumCPU
+// callers on NumCPU workers, a worker's resident memory beside the
+// package it holds, and how long the call after a SIGKILLed worker takes.
+//
+// The runtime does not expose its workers' process ids, so the bench finds
+// them as its own child processes (/proc/*/stat): every worker runtime's
+// workers are this program re-executed (main calls runtime.ServeWorker
+// first), and the rows that need one pid run with a runtime of one worker
+// while no other worker runtime is open.
+func benchWorker(ctx context.Context, o options, t *table) error {
+	if goruntime.GOOS != "linux" {
+		logf("   worker: needs /proc (linux); skipped")
+		return nil
+	}
+	testdata, err := filepath.Abs("testdata")
+	if err != nil {
+		return err
+	}
+	cgreet := filepath.Join(testdata, "packages", "cgreet")
+	// The workers' Landlock lets them read the package directories only.
+	readOnly := []string{testdata, o.work}
+	args := json.RawMessage(`{"name":"Ada"}`)
+
+	inproc, err := runtime.New(ctx, runtime.Config{})
+	if err != nil {
+		return err
+	}
+	defer inproc.Close(ctx)
+	wrt, err := runtime.New(ctx, runtime.Config{Isolation: runtime.IsolationWorkers,
+		Workers: runtime.WorkerConfig{Count: goruntime.NumCPU(), ReadOnly: readOnly}})
+	if err != nil {
+		return fmt.Errorf("worker runtime: %w", err)
+	}
+	defer wrt.Close(ctx)
+	logf("   worker sandbox: %+v", wrt.Sandbox())
+
+	pkgs := []struct{ name, dir string }{{"C", cgreet}}
+	if o.pkgs["Go"] {
+		goDir, err := goPackage(o.work, "greet")
+		if err != nil {
+			return err
+		}
+		pkgs = append(pkgs, struct{ name, dir string }{"Go", goDir})
+	}
+	for _, p := range pkgs {
+		target := 1.5
+		if p.name == "Go" {
+			target = 1.1
+		}
+		if err := workerLatency(ctx, o, t, inproc, wrt, p.name, p.dir, args, target); err != nil {
+			return fmt.Errorf("%s latency: %w", p.name, err)
+		}
+	}
+	if err := workerThroughput(ctx, o, t, inproc, wrt, cgreet, args); err != nil {
+		return fmt.Errorf("throughput: %w", err)
+	}
+	wrt.Close(ctx)
+	if err := workerRSS(ctx, o, t, readOnly, cgreet, args); err != nil {
+		return fmt.Errorf("RSS: %w", err)
+	}
+	if err := workerKill(ctx, o, t, readOnly, cgreet, args); err != nil {
+		return fmt.Errorf("kill: %w", err)
+	}
+	return nil
+}
+
+// interleaved times each side's calls in blocks that take turns, the
+// order of the sides alternating from one round to the next, each block
+// after an untimed warm-up of its own (the garbage, the pools and the
+// page faults the other side left), until each side has n timed calls or
+// the time is up.
+func interleaved(ctx context.Context, n int, limit time.Duration, sides ...func() error) ([][]time.Duration, error) {
+	const block, warm = 25, 5
+	times := make([][]time.Duration, len(sides))
+	deadline := time.Now().Add(limit)
+	for round := 0; len(times[0]) < n && time.Now().Before(deadline); round++ {
+		for k := range sides {
+			j := k
+			if round%2 == 1 {
+				j = len(sides) - 1 - k
+			}
+			for i := -warm; i < min(block, n-len(times[j])); i++ {
+				start := time.Now()
+				if err := sides[j](); err != nil {
+					return nil, err
+				}
+				if i >= 0 {
+					times[j] = append(times[j], time.Since(start))
+				}
+				if err := ctx.Err(); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	return times, nil
+}
+
+func workerLatency(ctx context.Context, o options, t *table, inproc, wrt *runtime.Runtime, name, dir string, args json.RawMessage, target float64) error {
+	ip, err := inproc.Load(ctx, dir)
+	if err != nil {
+		return err
+	}
+	defer ip.Close(ctx)
+	wp, err := wrt.Load(ctx, dir)
+	if err != nil {
+		return fmt.Errorf("worker load: %w", err)
+	}
+	defer wp.Close(ctx)
+	times, err := interleaved(ctx, o.workerCalls, 90*time.Second, greetOnce(ctx, wp, args), greetOnce(ctx, ip, args))
+	if err != nil {
+		return err
+	}
+	w, in := quantile(times[0], .5), quantile(times[1], .5)
+	ratio := float64(w) / float64(in)
+	t.add(fmt.Sprintf("worker %s call vs in-process %s call", name, name), dur(w)+fmt.Sprintf(" (n=%d)", len(times[0])), dur(in),
+		ratio, fmt.Sprintf("≤ %.2g×", target), ratio <= target)
+	w90, in90 := quantile(times[0], .9), quantile(times[1], .9)
+	t.add(fmt.Sprintf("  worker %s call p90 vs in-process p90", name), dur(w90), dur(in90), float64(w90)/float64(in90), "", false)
+	return workerCallPhases(ctx, o, t, wrt, name, dir, args, in)
+}
+
+// workerCallPhases splits a worker call: the CPU time the parent and the
+// worker spend per call (from their rusage, over a run of sequential
+// calls) against the in-process call's wall time, so the table says on
+// which side of the channel the extra time is spent.
+func workerCallPhases(ctx context.Context, o options, t *table, wrt *runtime.Runtime, name, dir string, args json.RawMessage, inproc time.Duration) error {
+	wp, err := wrt.Load(ctx, dir)
+	if err != nil {
+		return err
+	}
+	defer wp.Close(ctx)
+	once := greetOnce(ctx, wp, args)
+	for range 20 {
+		if err := once(); err != nil {
+			return err
+		}
+	}
+	n := o.workerCalls
+	parent0, kids0 := cpuTime(), childrenCPU()
+	start := time.Now()
+	for range n {
+		if err := once(); err != nil {
+			return err
+		}
+	}
+	wall := time.Since(start) / time.Duration(n)
+	parent, kids := (cpuTime()-parent0)/time.Duration(n), (childrenCPU()-kids0)/time.Duration(n)
+	t.add(fmt.Sprintf("  worker %s call: parent CPU / worker CPU / wall, per call", name),
+		fmt.Sprintf("%s / %s / %s", dur(parent), dur(kids), dur(wall)), dur(inproc)+" in-process", 0, "", false)
+	return nil
+}
+
+// workerThroughput is calls/s of the C package with 2×NumCPU callers: the
+// worker runtime (NumCPU workers; the one package lives in one of them)
+// against the in-process runtime, in interleaved rounds. Beside it, the
+// same with the package loaded once per worker and the callers spread
+// over the copies, and the CPU each side spends per call.
+func workerThroughput(ctx context.Context, o options, t *table, inproc, wrt *runtime.Runtime, dir string, args json.RawMessage) error {
+	ip, err := inproc.Load(ctx, dir)
+	if err != nil {
+		return err
+	}
+	defer ip.Close(ctx)
+	wp, err := wrt.Load(ctx, dir)
+	if err != nil {
+		return err
+	}
+	defer wp.Close(ctx)
+	// One copy per worker: a new package goes to the worker holding the
+	// fewest bytes, so NumCPU loads land one on each.
+	spread := []*runtime.Package{wp}
+	for range goruntime.NumCPU() - 1 {
+		p, err := wrt.Load(ctx, dir)
+		if err != nil {
+			return err
+		}
+		defer p.Close(ctx)
+		spread = append(spread, p)
+	}
+	var next sync.Mutex
+	var turn int
+	spreadOnce := func() error {
+		next.Lock()
+		p := spread[turn%len(spread)]
+		turn++
+		next.Unlock()
+		return greetOnce(ctx, p, args)()
+	}
+	callers := 2 * goruntime.NumCPU()
+	sides := []struct {
+		name string
+		once func() error
+	}{
+		{"worker", greetOnce(ctx, wp, args)},
+		{"in-process", greetOnce(ctx, ip, args)},
+		{"worker, a copy per worker", spreadOnce},
+	}
+	total := make([]measured, len(sides))
+	kidCPU := make([]time.Duration, len(sides))
+	for r := 0; r < o.workerRounds; r++ {
+		for k := range sides {
+			j := k
+			if r%2 == 1 {
+				j = len(sides) - 1 - k
+			}
+			goruntime.GC()
+			if _, err := callRate(ctx, sides[j].once, callers, o.scaleRound/2); err != nil {
+				return fmt.Errorf("%s: %w", sides[j].name, err)
+			}
+			k0 := childrenCPU()
+			m, err := callRate(ctx, sides[j].once, callers, o.scaleRound)
+			if err != nil {
+				return fmt.Errorf("%s: %w", sides[j].name, err)
+			}
+			kidCPU[j] += childrenCPU() - k0
+			logf("   worker throughput, %s, round %d: %s", sides[j].name, r+1, m)
+			total[j] = total[j].then(m)
+		}
+	}
+	w, in, sp := total[0], total[1], total[2]
+	ratio := w.rate() / in.rate()
+	t.add(fmt.Sprintf("worker C calls/s on %d cores vs in-process", goruntime.NumCPU()), w.String(), in.String(), ratio, "≥ 0.9×", ratio >= 0.9)
+	t.add(fmt.Sprintf("  worker C calls/s, a copy in each of %d workers, vs in-process", len(spread)), sp.String(), in.String(), sp.rate()/in.rate(), "", false)
+	for j, s := range sides {
+		m := total[j]
+		if m.Calls == 0 {
+			continue
+		}
+		t.add(fmt.Sprintf("  %s, %d callers: parent CPU / worker CPU per call", s.name, callers),
+			fmt.Sprintf("%s / %s", dur(m.CPU/time.Duration(m.Calls)), dur(kidCPU[j]/time.Duration(m.Calls))), "-", 0, "", false)
+	}
+	return nil
+}
+
+// oneWorker is a runtime of one worker, and that worker's pid (the only
+// child process of this program while it is open).
+func oneWorker(ctx context.Context, readOnly []string, log *zap.Logger) (*runtime.Runtime, error) {
+	rt, err := runtime.New(ctx, runtime.Config{Isolation: runtime.IsolationWorkers, Logger: log,
+		Workers: runtime.WorkerConfig{Count: 1, ReadOnly: readOnly}})
+	if err != nil {
+		return nil, fmt.Errorf("worker runtime: %w", err)
+	}
+	return rt, nil
+}
+
+// theWorker is the pid of this program's only live child process.
+func theWorker() (int, error) {
+	kids := children()
+	if len(kids) != 1 {
+		return 0, fmt.Errorf("want one worker process, found children %v", kids)
+	}
+	return kids[0], nil
+}
+
+// workerRSS is a worker's resident set after it loaded the C package and
+// served 100 calls, less what the runtime estimates the package's compiled
+// code and metadata hold (Package.ResidentBytes): the worker process's own
+// cost.
+func workerRSS(ctx context.Context, o options, t *table, readOnly []string, dir string, args json.RawMessage) error {
+	rt, err := oneWorker(ctx, readOnly, nil)
+	if err != nil {
+		return err
+	}
+	defer rt.Close(ctx)
+	pid, err := theWorker()
+	if err != nil {
+		return err
+	}
+	idle, err := vmRSS(pid)
+	if err != nil {
+		return err
+	}
+	pkg, err := rt.Load(ctx, dir)
+	if err != nil {
+		return err
+	}
+	defer pkg.Close(ctx)
+	once := greetOnce(ctx, pkg, args)
+	for range 100 {
+		if err := once(); err != nil {
+			return err
+		}
+	}
+	if p, err := theWorker(); err != nil || p != pid {
+		return fmt.Errorf("the worker changed during the calls (pid %d, then %d, %v)", pid, p, err)
+	}
+	rss, err := vmRSS(pid)
+	if err != nil {
+		return err
+	}
+	est := pkg.ResidentBytes()
+	over := rss - est
+	t.add("worker RSS overhead per worker", mib(over), fmt.Sprintf("VmRSS %s − package estimate %s", mib(rss), mib(est)), 0,
+		"≤ 30 MiB", over <= 30<<20)
+	t.add("  worker RSS idle (before any package)", mib(idle), "-", 0, "", false)
+	if self, err := vmRSS(os.Getpid()); err == nil {
+		t.add("  this bench process's RSS, for scale", mib(self), "-", 0, "", false)
+	}
+	return nil
+}
+
+// workerKill SIGKILLs the worker holding the C package and times the
+// next successful call from the kill: the replacement's start, the
+// package's reopening from the compilation cache, the call. A call that
+// raced the kill fails with a *runtime.WorkerError and is retried.
+func workerKill(ctx context.Context, o options, t *table, readOnly []string, dir string, args json.RawMessage) error {
+	// The pool logs the end of every worker process it did not end itself:
+	// its time is when the parent reaped the killed worker.
+	var mu sync.Mutex
+	var reaped time.Time
+	log := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.AddSync(discard{}), zap.WarnLevel),
+		zap.Hooks(func(e zapcore.Entry) error {
+			if e.Message == "worker process ended" {
+				mu.Lock()
+				reaped = e.Time
+				mu.Unlock()
+			}
+			return nil
+		}))
+	rt, err := oneWorker(ctx, readOnly, log)
+	if err != nil {
+		return err
+	}
+	defer rt.Close(ctx)
+	pkg, err := rt.Load(ctx, dir)
+	if err != nil {
+		return err
+	}
+	defer pkg.Close(ctx)
+	once := greetOnce(ctx, pkg, args)
+	for range 20 {
+		if err := once(); err != nil {
+			return err
+		}
+	}
+	// The reopening alone, measured apart: Open of the package's artifact
+	// in the worker, from the compilation cache, as the replacement does.
+	var opens []time.Duration
+	for range 10 {
+		start := time.Now()
+		p, err := rt.Open(ctx, pkg.Artifact(), dir)
+		if err != nil {
+			return fmt.Errorf("open: %w", err)
+		}
+		opens = append(opens, time.Since(start))
+		p.Close(ctx)
+	}
+	var total, toReap, toSpawn, first []time.Duration
+	retries := 0
+	for i := range o.workerKills {
+		// A worker that dies within a second of its start counts toward
+		// the pool's crash-loop backoff: let this one grow older first.
+		if err := sleepCtx(ctx, 1200*time.Millisecond); err != nil {
+			return err
+		}
+		pid, err := theWorker()
+		if err != nil {
+			return err
+		}
+		start := time.Now()
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			return err
+		}
+		firstErr := time.Duration(0)
+		for {
+			if time.Since(start) > 30*time.Second {
+				return fmt.Errorf("no successful call 30 s after the kill")
+			}
+			err := once()
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, runtime.ErrWorkerExited) {
+				return fmt.Errorf("call after the kill: %w", err)
+			}
+			var werr *runtime.WorkerError
+			if !errors.As(err, &werr) {
+				return fmt.Errorf("call after the kill: %T is not a *runtime.WorkerError: %w", err, err)
+			}
+			retries++
+			if firstErr == 0 {
+				firstErr = time.Since(start)
+			}
+		}
+		d := time.Since(start)
+		total = append(total, d)
+		mu.Lock()
+		r := reaped
+		mu.Unlock()
+		if r.After(start) {
+			toReap = append(toReap, r.Sub(start))
+		}
+		if kid, err := theWorker(); err == nil {
+			if at, err := startTime(kid); err == nil && at.After(start.Add(-10*time.Millisecond)) {
+				toSpawn = append(toSpawn, at.Sub(start))
+			}
+		}
+		if firstErr > 0 {
+			first = append(first, firstErr)
+		}
+		logf("   kill %d: next successful call after %v", i+1, d.Round(10*time.Microsecond))
+	}
+	med, mx := quantile(total, .5), quantile(total, 1)
+	t.add("killed worker: next call's latency", fmt.Sprintf("median %s, max %s (n=%d)", dur(med), dur(mx), len(total)), "-", 0,
+		"≤ 100 ms", med <= 100*time.Millisecond)
+	t.add("  killed worker: kill → reaped (median)", dur(quantile(toReap, .5)), "-", 0, "", false)
+	t.add("  killed worker: kill → replacement process started (median, 10 ms clock)", dur(quantile(toSpawn, .5)), "-", 0, "", false)
+	t.add("  killed worker: reopening the package in a worker (Open, median)", dur(quantile(opens, .5)), "-", 0, "", false)
+	t.add("  killed worker: calls that raced the kill and were retried", strconv.Itoa(retries), "-", 0, "", false)
+	return nil
+}
+
+type discard struct{}
+
+func (discard) Write(b []byte) (int, error) { return len(b), nil }
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// procStat is the fields of /proc/<pid>/stat after the command name
+// (which may hold spaces and parentheses): state is [0], ppid [1].
+func procStat(pid int) ([]string, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return nil, err
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return nil, fmt.Errorf("/proc/%d/stat: no command name", pid)
+	}
+	return strings.Fields(string(b[i+1:])), nil
+}
+
+// children is the pids of this process's live (not zombie) children.
+func children() []int {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	self := strconv.Itoa(os.Getpid())
+	var out []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		f, err := procStat(pid)
+		if err != nil || len(f) < 2 || f[1] != self || f[0] == "Z" || f[0] == "X" {
+			continue
+		}
+		out = append(out, pid)
+	}
+	return out
+}
+
+// childrenCPU is the CPU time of this process's live children (the
+// workers): the sum over their threads of /proc/<pid>/task/<tid>/schedstat's
+// time on a CPU, in nanoseconds (stat's utime and stime count 10 ms ticks).
+func childrenCPU() time.Duration {
+	var total time.Duration
+	for _, pid := range children() {
+		tasks, _ := filepath.Glob("/proc/" + strconv.Itoa(pid) + "/task/*/schedstat")
+		for _, f := range tasks {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				continue
+			}
+			fields := strings.Fields(string(b))
+			if len(fields) == 0 {
+				continue
+			}
+			ns, _ := strconv.ParseInt(fields[0], 10, 64)
+			total += time.Duration(ns)
+		}
+	}
+	return total
+}
+
+// startTime is when process pid started, to the clock tick.
+func startTime(pid int) (time.Time, error) {
+	f, err := procStat(pid)
+	if err != nil || len(f) < 20 {
+		return time.Time{}, fmt.Errorf("/proc/%d/stat: %v", pid, err)
+	}
+	// starttime is field 22 of stat ([19] here), in ticks since boot.
+	ticks, err := strconv.ParseInt(f[19], 10, 64)
+	if err != nil {
+		return time.Time{}, err
+	}
+	up, err := os.ReadFile("/proc/uptime")
+	if err != nil {
+		return time.Time{}, err
+	}
+	sec, err := strconv.ParseFloat(strings.Fields(string(up))[0], 64)
+	if err != nil {
+		return time.Time{}, err
+	}
+	boot := time.Now().Add(-time.Duration(sec * float64(time.Second)))
+	return boot.Add(time.Duration(ticks) * 10 * time.Millisecond), nil
+}
+
+// vmRSS is VmRSS of /proc/<pid>/status, in bytes.
+func vmRSS(pid int) (int64, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return kb << 10, err
+		}
+	}
+	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+}
