@@ -36,6 +36,8 @@ type options struct {
 	workerCalls   int
 	workerRounds  int
 	workerKills   int
+	workerRows    map[string]bool
+	workerLog     bool
 	timeout       time.Duration
 	work          string
 	many          manyOptions
@@ -79,6 +81,8 @@ func main() {
 	flag.IntVar(&o.workerCalls, "worker-calls", 200, "worker: timed sequential calls per side and package")
 	flag.IntVar(&o.workerRounds, "worker-rounds", 12, "worker: calls/s rounds per side (interleaved; -scale-round long)")
 	flag.IntVar(&o.workerKills, "worker-kills", 10, "worker: SIGKILLed workers, each timed to the next successful call")
+	workerRows := flag.String("worker-rows", "latency,throughput,rss,kill", "worker: which of its rows to run")
+	flag.BoolVar(&o.workerLog, "worker-log", false, "worker: the worker runtime's log (and its workers' stderr) on stderr")
 	flag.DurationVar(&o.timeout, "timeout", 20*time.Minute, "give up on the whole run after this long")
 	registerManyFlags(&o.many)
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
@@ -118,6 +122,10 @@ func main() {
 			os.Exit(2)
 		}
 		o.only[m] = true
+	}
+	o.workerRows = map[string]bool{}
+	for _, r := range strings.Split(*workerRows, ",") {
+		o.workerRows[strings.TrimSpace(r)] = true
 	}
 	o.pkgs = map[string]bool{}
 	for _, p := range strings.Split(*pkgs, ",") {

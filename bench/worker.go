@@ -46,12 +46,16 @@ func benchWorker(ctx context.Context, o options, t *table) error {
 	readOnly := []string{testdata, o.work}
 	args := json.RawMessage(`{"name":"Ada"}`)
 
+	var log *zap.Logger
+	if o.workerLog {
+		log = zap.New(zapcore.NewCore(zapcore.NewConsoleEncoder(zap.NewDevelopmentEncoderConfig()), zapcore.Lock(os.Stderr), zap.DebugLevel))
+	}
 	inproc, err := runtime.New(ctx, runtime.Config{})
 	if err != nil {
 		return err
 	}
 	defer inproc.Close(ctx)
-	wrt, err := runtime.New(ctx, runtime.Config{Isolation: runtime.IsolationWorkers,
+	wrt, err := runtime.New(ctx, runtime.Config{Isolation: runtime.IsolationWorkers, Logger: log,
 		Workers: runtime.WorkerConfig{Count: goruntime.NumCPU(), ReadOnly: readOnly}})
 	if err != nil {
 		return fmt.Errorf("worker runtime: %w", err)
@@ -68,6 +72,9 @@ func benchWorker(ctx context.Context, o options, t *table) error {
 		pkgs = append(pkgs, struct{ name, dir string }{"Go", goDir})
 	}
 	for _, p := range pkgs {
+		if !o.workerRows["latency"] {
+			break
+		}
 		target := 1.5
 		if p.name == "Go" {
 			target = 1.1
@@ -76,14 +83,17 @@ func benchWorker(ctx context.Context, o options, t *table) error {
 			return fmt.Errorf("%s latency: %w", p.name, err)
 		}
 	}
-	if err := workerThroughput(ctx, o, t, inproc, wrt, cgreet, args); err != nil {
+	if !o.workerRows["throughput"] {
+	} else if err := workerThroughput(ctx, o, t, inproc, wrt, cgreet, args); err != nil {
 		return fmt.Errorf("throughput: %w", err)
 	}
 	wrt.Close(ctx)
-	if err := workerRSS(ctx, o, t, readOnly, cgreet, args); err != nil {
+	if !o.workerRows["rss"] {
+	} else if err := workerRSS(ctx, o, t, readOnly, cgreet, args); err != nil {
 		return fmt.Errorf("RSS: %w", err)
 	}
-	if err := workerKill(ctx, o, t, readOnly, cgreet, args); err != nil {
+	if !o.workerRows["kill"] {
+	} else if err := workerKill(ctx, o, t, readOnly, cgreet, args); err != nil {
 		return fmt.Errorf("kill: %w", err)
 	}
 	return nil
