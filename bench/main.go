@@ -61,6 +61,7 @@ func main() {
 	childTable := flag.Int("child-tables", -1, "internal: run the tables measure in this process, with a table of this many elements")
 	childGrow := flag.Bool("child-table-grow", false, "internal: the tables child grows its table with table.grow instead of declaring it")
 	childWork := flag.String("child-work", "", "internal: the tables child's work directory")
+	childPing := flag.Bool("child-pingpong", false, "internal: echo 64-byte messages on descriptor 3 (the worker measure's round-trip floor)")
 
 	var o options
 	only := flag.String("only", strings.Join(measures, ","), "comma-separated measures to run: "+strings.Join(measures, ", "))
@@ -91,6 +92,13 @@ func main() {
 	if scaleKid.pkg != "" {
 		scaleKid.cache = child.cache
 		if err := scaleKid.run(context.Background(), o, os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "bench child:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if *childPing {
+		if err := childPingPong(); err != nil {
 			fmt.Fprintln(os.Stderr, "bench child:", err)
 			os.Exit(1)
 		}

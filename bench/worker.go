@@ -63,6 +63,13 @@ func benchWorker(ctx context.Context, o options, t *table) error {
 	defer wrt.Close(ctx)
 	logf("   worker sandbox: %+v", wrt.Sandbox())
 
+	if o.workerRows["latency"] {
+		rt, err := pingPong(ctx, o.workerCalls)
+		if err != nil {
+			return fmt.Errorf("round-trip floor: %w", err)
+		}
+		t.add("  floor: a 64-byte round trip to a child process (median / p90)", dur(quantile(rt, .5))+" / "+dur(quantile(rt, .9)), "-", 0, "", false)
+	}
 	pkgs := []struct{ name, dir string }{{"C", cgreet}}
 	if o.pkgs["Go"] {
 		goDir, err := goPackage(o.work, "greet")
@@ -79,7 +86,7 @@ func benchWorker(ctx context.Context, o options, t *table) error {
 		if p.name == "Go" {
 			target = 1.1
 		}
-		if err := workerLatency(ctx, o, t, inproc, wrt, p.name, p.dir, args, target); err != nil {
+		if err := workerLatency(ctx, o, t, inproc, wrt, readOnly, p.name, p.dir, args, target); err != nil {
 			return fmt.Errorf("%s latency: %w", p.name, err)
 		}
 	}
@@ -131,7 +138,7 @@ func interleaved(ctx context.Context, n int, limit time.Duration, sides ...func(
 	return times, nil
 }
 
-func workerLatency(ctx context.Context, o options, t *table, inproc, wrt *runtime.Runtime, name, dir string, args json.RawMessage, target float64) error {
+func workerLatency(ctx context.Context, o options, t *table, inproc, wrt *runtime.Runtime, readOnly []string, name, dir string, args json.RawMessage, target float64) error {
 	ip, err := inproc.Load(ctx, dir)
 	if err != nil {
 		return err
@@ -152,38 +159,86 @@ func workerLatency(ctx context.Context, o options, t *table, inproc, wrt *runtim
 		ratio, fmt.Sprintf("≤ %.2g×", target), ratio <= target)
 	w90, in90 := quantile(times[0], .9), quantile(times[1], .9)
 	t.add(fmt.Sprintf("  worker %s call p90 vs in-process p90", name), dur(w90), dur(in90), float64(w90)/float64(in90), "", false)
-	return workerCallPhases(ctx, o, t, wrt, name, dir, args, in)
+	return workerCallPhases(ctx, o, t, readOnly, name, dir, args)
 }
 
-// workerCallPhases splits a worker call: the CPU time the parent and the
-// worker spend per call (from their rusage, over a run of sequential
-// calls) against the in-process call's wall time, so the table says on
-// which side of the channel the extra time is spent.
-func workerCallPhases(ctx context.Context, o options, t *table, wrt *runtime.Runtime, name, dir string, args json.RawMessage, inproc time.Duration) error {
-	wp, err := wrt.Load(ctx, dir)
-	if err != nil {
-		return err
-	}
-	defer wp.Close(ctx)
-	once := greetOnce(ctx, wp, args)
-	for range 20 {
-		if err := once(); err != nil {
+// workerCallPhases splits a call by the timestamps of its CallEvent
+// (the worker's clock is the parent's: one machine): from Call to the
+// instance's start (the parent's preparation, the request's encoding and
+// trip, the worker's decoding and session), the guest (instantiation and
+// run), and from the guest's end to Call's return (the instance's close,
+// the result's trip back, the parent's decoding and view); the same for the
+// in-process runtime beside it. It also gives the CPU time each process
+// spends per call (rusage, /proc schedstat), which counts the Go
+// scheduler's spinning while it waits for the other side.
+func workerCallPhases(ctx context.Context, o options, t *table, readOnly []string, name, dir string, args json.RawMessage) error {
+	var phases [2][3][]time.Duration
+	var cpu [2][2]time.Duration
+	var wall [2]time.Duration
+	for side, iso := range []runtime.Isolation{runtime.IsolationWorkers, runtime.IsolationInProcess} {
+		obs := &lastCall{}
+		cfg := runtime.Config{Isolation: iso, Observer: obs}
+		if iso == runtime.IsolationWorkers {
+			cfg.Workers = runtime.WorkerConfig{Count: 1, ReadOnly: readOnly}
+		}
+		pkg, closePkg, err := loadIn(ctx, cfg, dir)
+		if err != nil {
 			return err
 		}
-	}
-	n := o.workerCalls
-	parent0, kids0 := cpuTime(), childrenCPU()
-	start := time.Now()
-	for range n {
-		if err := once(); err != nil {
-			return err
+		once := greetOnce(ctx, pkg, args)
+		for range 20 {
+			if err := once(); err != nil {
+				closePkg()
+				return err
+			}
 		}
+		n := o.workerCalls
+		parent0, kids0, start := cpuTime(), childrenCPU(), time.Now()
+		for range n {
+			if err := once(); err != nil {
+				closePkg()
+				return err
+			}
+			end := time.Now()
+			e := obs.get()
+			if e.InstanceStart.IsZero() {
+				continue
+			}
+			guestEnd := e.InstanceStart.Add(e.Instantiate + e.Run)
+			phases[side][0] = append(phases[side][0], e.InstanceStart.Sub(e.Start))
+			phases[side][1] = append(phases[side][1], e.Instantiate+e.Run)
+			phases[side][2] = append(phases[side][2], end.Sub(guestEnd))
+		}
+		wall[side] = time.Since(start) / time.Duration(n)
+		cpu[side] = [2]time.Duration{(cpuTime() - parent0) / time.Duration(n), (childrenCPU() - kids0) / time.Duration(n)}
+		closePkg()
 	}
-	wall := time.Since(start) / time.Duration(n)
-	parent, kids := (cpuTime()-parent0)/time.Duration(n), (childrenCPU()-kids0)/time.Duration(n)
-	t.add(fmt.Sprintf("  worker %s call: parent CPU / worker CPU / wall, per call", name),
-		fmt.Sprintf("%s / %s / %s", dur(parent), dur(kids), dur(wall)), dur(inproc)+" in-process", 0, "", false)
+	med := func(side, i int) string { return dur(quantile(phases[side][i], .5)) }
+	t.add(fmt.Sprintf("  worker %s call phases: Call → instance start / guest / guest end → return (medians)", name),
+		fmt.Sprintf("%s / %s / %s", med(0, 0), med(0, 1), med(0, 2)), fmt.Sprintf("%s / %s / %s in-process", med(1, 0), med(1, 1), med(1, 2)), 0, "", false)
+	t.add(fmt.Sprintf("  worker %s call CPU per call: parent / worker (wall)", name),
+		fmt.Sprintf("%s / %s (%s)", dur(cpu[0][0]), dur(cpu[0][1]), dur(wall[0])), fmt.Sprintf("%s (%s) in-process", dur(cpu[1][0]), dur(wall[1])), 0, "", false)
 	return nil
+}
+
+// lastCall is an Observer that keeps the last CallEvent.
+type lastCall struct {
+	mu sync.Mutex
+	e  runtime.CallEvent
+}
+
+func (l *lastCall) Upload(context.Context, runtime.UploadEvent) {}
+
+func (l *lastCall) Call(_ context.Context, e runtime.CallEvent) {
+	l.mu.Lock()
+	l.e = e
+	l.mu.Unlock()
+}
+
+func (l *lastCall) get() runtime.CallEvent {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.e
 }
 
 // workerThroughput is calls/s of the C package with 2×NumCPU callers: the
