@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -96,7 +98,7 @@ func benchWorker(ctx context.Context, o options, t *table) error {
 	}
 	wrt.Close(ctx)
 	if !o.workerRows["rss"] {
-	} else if err := workerRSS(ctx, o, t, readOnly, cgreet, args); err != nil {
+	} else if err := workerRSS(ctx, o, t, log, readOnly, cgreet, args); err != nil {
 		return fmt.Errorf("RSS: %w", err)
 	}
 	if !o.workerRows["kill"] {
@@ -347,8 +349,8 @@ func theWorker() (int, error) {
 // served 100 calls, less what the runtime estimates the package's compiled
 // code and metadata hold (Package.ResidentBytes): the worker process's own
 // cost.
-func workerRSS(ctx context.Context, o options, t *table, readOnly []string, dir string, args json.RawMessage) error {
-	rt, err := oneWorker(ctx, readOnly, nil)
+func workerRSS(ctx context.Context, o options, t *table, log *zap.Logger, readOnly []string, dir string, args json.RawMessage) error {
+	rt, err := oneWorker(ctx, readOnly, log)
 	if err != nil {
 		return err
 	}
@@ -361,6 +363,7 @@ func workerRSS(ctx context.Context, o options, t *table, readOnly []string, dir 
 	if err != nil {
 		return err
 	}
+	idleParts := rssParts(pid)
 	pkg, err := rt.Load(ctx, dir)
 	if err != nil {
 		return err
@@ -383,9 +386,33 @@ func workerRSS(ctx context.Context, o options, t *table, readOnly []string, dir 
 	over := rss - est
 	t.add("worker RSS overhead per worker", mib(over), fmt.Sprintf("VmRSS %s − package estimate %s", mib(rss), mib(est)), 0,
 		"≤ 30 MiB", over <= 30<<20)
-	t.add("  worker RSS idle (before any package)", mib(idle), "-", 0, "", false)
+	t.add("  worker RSS after 100 calls: its parts", rssParts(pid), "-", 0, "", false)
+	logMappings(pid)
+	t.add("  worker RSS idle (before any package)", mib(idle), idleParts, 0, "", false)
+	// The same for a replacement worker, which opens the package from the
+	// compilation cache instead of compiling it.
+	if err := sleepCtx(ctx, 1200*time.Millisecond); err != nil {
+		return err
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		return err
+	}
+	for i := 0; i < 100; {
+		if err := once(); err != nil {
+			if errors.Is(err, runtime.ErrWorkerExited) && i == 0 {
+				continue
+			}
+			return err
+		}
+		i++
+	}
+	if p, err := theWorker(); err == nil {
+		if rss, err := vmRSS(p); err == nil {
+			t.add("  worker RSS overhead, a replacement (the package opened from the cache)", mib(rss-est), fmt.Sprintf("VmRSS %s: %s", mib(rss), rssParts(p)), 0, "", false)
+		}
+	}
 	if self, err := vmRSS(os.Getpid()); err == nil {
-		t.add("  this bench process's RSS, for scale", mib(self), "-", 0, "", false)
+		t.add("  this bench process's RSS, for scale", mib(self), rssParts(os.Getpid()), 0, "", false)
 	}
 	return nil
 }
@@ -435,6 +462,30 @@ func workerKill(ctx context.Context, o options, t *table, readOnly []string, dir
 		}
 		opens = append(opens, time.Since(start))
 		p.Close(ctx)
+	}
+	// A worker's start alone: New of a runtime of one worker returns once
+	// the worker said hello (its exec, Go's start and package inits, the
+	// sandbox, the worker's own runtime); beside it the exec of this
+	// program doing nothing (-child-pingpong with its channel closed).
+	var starts, execs []time.Duration
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	for range 5 {
+		start := time.Now()
+		r, err := oneWorker(ctx, readOnly, nil)
+		if err != nil {
+			return err
+		}
+		starts = append(starts, time.Since(start))
+		r.Close(ctx)
+		start = time.Now()
+		cmd := exec.CommandContext(ctx, exe, "-child-pingpong")
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("exec: %w", err)
+		}
+		execs = append(execs, time.Since(start))
 	}
 	var total, toReap, toSpawn, first []time.Duration
 	retries := 0
@@ -497,6 +548,7 @@ func workerKill(ctx context.Context, o options, t *table, readOnly []string, dir
 	t.add("  killed worker: kill → reaped (median)", dur(quantile(toReap, .5)), "-", 0, "", false)
 	t.add("  killed worker: kill → replacement process started (median, 10 ms clock)", dur(quantile(toSpawn, .5)), "-", 0, "", false)
 	t.add("  killed worker: reopening the package in a worker (Open, median)", dur(quantile(opens, .5)), "-", 0, "", false)
+	t.add("  worker start: New of a runtime of one worker (median of 5)", dur(quantile(starts, .5)), dur(quantile(execs, .5))+" exec of this program doing nothing", 0, "", false)
 	t.add("  killed worker: calls that raced the kill and were retried", strconv.Itoa(retries), "-", 0, "", false)
 	return nil
 }
@@ -600,15 +652,68 @@ func startTime(pid int) (time.Time, error) {
 
 // vmRSS is VmRSS of /proc/<pid>/status, in bytes.
 func vmRSS(pid int) (int64, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	return statusBytes(pid, "VmRSS")
+}
+
+// statusBytes is a field of /proc/<pid>/status counted in kB, in bytes.
+func statusBytes(pid int, field string) (int64, error) {
+	return procKB("/proc/"+strconv.Itoa(pid)+"/status", field)
+}
+
+// procKB is the "field: N kB" line of a /proc file, in bytes.
+func procKB(path, field string) (int64, error) {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return 0, err
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
 			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
 			return kb << 10, err
 		}
 	}
-	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+	return 0, fmt.Errorf("no %s in %s", field, path)
+}
+
+// rssParts describes a process's resident set: anonymous memory (its
+// own), file-backed pages (mostly this program's text, shared with the
+// parent and the other workers), and Pss (each shared page divided among
+// the processes mapping it).
+func rssParts(pid int) string {
+	anon, err1 := statusBytes(pid, "RssAnon")
+	file, err2 := statusBytes(pid, "RssFile")
+	pss, err3 := procKB("/proc/"+strconv.Itoa(pid)+"/smaps_rollup", "Pss")
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return err.Error()
+	}
+	return fmt.Sprintf("anon %s, file %s, Pss %s", mib(anon), mib(file), mib(pss))
+}
+
+// logMappings logs process pid's largest resident mappings: what its
+// anonymous memory is (the Go heap's arenas, compiled code, linear
+// memories) for whoever chases the RSS row.
+func logMappings(pid int) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/smaps")
+	if err != nil {
+		return
+	}
+	type mapping struct {
+		head string
+		rss  int64
+	}
+	var maps []mapping
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) >= 5 && strings.Contains(f[0], "-") && len(f[1]) == 4:
+			maps = append(maps, mapping{head: line})
+		case len(f) >= 2 && f[0] == "Rss:" && len(maps) > 0:
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			maps[len(maps)-1].rss = kb << 10
+		}
+	}
+	sort.Slice(maps, func(i, j int) bool { return maps[i].rss > maps[j].rss })
+	for _, m := range maps[:min(len(maps), 12)] {
+		logf("   worker %d mapping: %s resident %s", pid, strings.Join(strings.Fields(m.head), " "), mib(m.rss))
+	}
 }
