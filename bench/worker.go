@@ -62,49 +62,59 @@ func benchWorker(ctx context.Context, o options, t *table) error {
 	if err != nil {
 		return fmt.Errorf("worker runtime: %w", err)
 	}
-	defer wrt.Close(ctx)
+	closeWrt := sync.OnceFunc(func() { wrt.Close(ctx) })
+	defer closeWrt()
 	logf("   worker sandbox: %+v", wrt.Sandbox())
 
-	if o.workerRows["latency"] {
-		rt, err := pingPong(ctx, o.workerCalls)
-		if err != nil {
-			return fmt.Errorf("round-trip floor: %w", err)
-		}
-		t.add("  floor: a 64-byte round trip to a child process (median / p90)", dur(quantile(rt, .5))+" / "+dur(quantile(rt, .9)), "-", 0, "", false)
+	steps := []struct {
+		row string
+		fn  func() error
+	}{
+		{"latency", func() error { return workerLatencies(ctx, o, t, inproc, wrt, readOnly, cgreet, args) }},
+		{"throughput", func() error { return workerThroughput(ctx, o, t, inproc, wrt, cgreet, args) }},
+		// The rows below find their worker as this program's only child.
+		{"rss", func() error { closeWrt(); return workerRSS(ctx, o, t, log, readOnly, cgreet, args) }},
+		{"kill", func() error { closeWrt(); return workerKill(ctx, o, t, readOnly, cgreet, args) }},
 	}
-	pkgs := []struct{ name, dir string }{{"C", cgreet}}
+	for _, s := range steps {
+		if !o.workerRows[s.row] {
+			continue
+		}
+		if err := s.fn(); err != nil {
+			return fmt.Errorf("%s: %w", s.row, err)
+		}
+	}
+	return nil
+}
+
+// workerLatencies are the latency rows of the C and Go greet packages
+// (as -pkgs asks), then the floor under them.
+func workerLatencies(ctx context.Context, o options, t *table, inproc, wrt *runtime.Runtime, readOnly []string, cgreet string, args json.RawMessage) error {
+	type pkg struct {
+		name, dir string
+		target    float64
+	}
+	var pkgs []pkg
+	if o.pkgs["C"] {
+		pkgs = append(pkgs, pkg{"C", cgreet, 1.5})
+	}
 	if o.pkgs["Go"] {
 		goDir, err := goPackage(o.work, "greet")
 		if err != nil {
 			return err
 		}
-		pkgs = append(pkgs, struct{ name, dir string }{"Go", goDir})
+		pkgs = append(pkgs, pkg{"Go", goDir, 1.1})
 	}
 	for _, p := range pkgs {
-		if !o.workerRows["latency"] {
-			break
-		}
-		target := 1.5
-		if p.name == "Go" {
-			target = 1.1
-		}
-		if err := workerLatency(ctx, o, t, inproc, wrt, readOnly, p.name, p.dir, args, target); err != nil {
-			return fmt.Errorf("%s latency: %w", p.name, err)
+		if err := workerLatency(ctx, o, t, inproc, wrt, readOnly, p.name, p.dir, args, p.target); err != nil {
+			return fmt.Errorf("%s package: %w", p.name, err)
 		}
 	}
-	if !o.workerRows["throughput"] {
-	} else if err := workerThroughput(ctx, o, t, inproc, wrt, cgreet, args); err != nil {
-		return fmt.Errorf("throughput: %w", err)
+	rt, err := pingPong(ctx, o.workerCalls)
+	if err != nil {
+		return fmt.Errorf("round-trip floor: %w", err)
 	}
-	wrt.Close(ctx)
-	if !o.workerRows["rss"] {
-	} else if err := workerRSS(ctx, o, t, log, readOnly, cgreet, args); err != nil {
-		return fmt.Errorf("RSS: %w", err)
-	}
-	if !o.workerRows["kill"] {
-	} else if err := workerKill(ctx, o, t, readOnly, cgreet, args); err != nil {
-		return fmt.Errorf("kill: %w", err)
-	}
+	t.add("  floor: a 64-byte round trip to a child process (median / p90)", dur(quantile(rt, .5))+" / "+dur(quantile(rt, .9)), "-", 0, "", false)
 	return nil
 }
 
@@ -270,6 +280,15 @@ func workerThroughput(ctx context.Context, o options, t *table, inproc, wrt *run
 		defer p.Close(ctx)
 		spread = append(spread, p)
 	}
+	// A call that hangs fails its round after 10 s instead of the call's
+	// time limit.
+	bounded := func(p *runtime.Package) func() error {
+		return func() error {
+			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			return greetOnce(cctx, p, args)()
+		}
+	}
 	var next sync.Mutex
 	var turn int
 	spreadOnce := func() error {
@@ -277,16 +296,23 @@ func workerThroughput(ctx context.Context, o options, t *table, inproc, wrt *run
 		p := spread[turn%len(spread)]
 		turn++
 		next.Unlock()
-		return greetOnce(ctx, p, args)()
+		return bounded(p)()
 	}
 	callers := 2 * goruntime.NumCPU()
 	sides := []struct {
 		name string
 		once func() error
 	}{
-		{"worker", greetOnce(ctx, wp, args)},
-		{"in-process", greetOnce(ctx, ip, args)},
+		{"worker", bounded(wp)},
+		{"in-process", bounded(ip)},
 		{"worker, a copy per worker", spreadOnce},
+	}
+	label := fmt.Sprintf("worker C calls/s on %d cores vs in-process", goruntime.NumCPU())
+	failed := func(side string, err error) error {
+		// The row fails; the measure goes on to its other rows.
+		logf("   worker throughput, %s: %v", side, err)
+		t.add(label, "failed: "+side+": "+err.Error(), "-", 0, "≥ 0.9×", false)
+		return nil
 	}
 	total := make([]measured, len(sides))
 	kidCPU := make([]time.Duration, len(sides))
@@ -298,12 +324,12 @@ func workerThroughput(ctx context.Context, o options, t *table, inproc, wrt *run
 			}
 			goruntime.GC()
 			if _, err := callRate(ctx, sides[j].once, callers, o.scaleRound/2); err != nil {
-				return fmt.Errorf("%s: %w", sides[j].name, err)
+				return failed(sides[j].name, err)
 			}
 			k0 := childrenCPU()
 			m, err := callRate(ctx, sides[j].once, callers, o.scaleRound)
 			if err != nil {
-				return fmt.Errorf("%s: %w", sides[j].name, err)
+				return failed(sides[j].name, err)
 			}
 			kidCPU[j] += childrenCPU() - k0
 			logf("   worker throughput, %s, round %d: %s", sides[j].name, r+1, m)
@@ -312,7 +338,7 @@ func workerThroughput(ctx context.Context, o options, t *table, inproc, wrt *run
 	}
 	w, in, sp := total[0], total[1], total[2]
 	ratio := w.rate() / in.rate()
-	t.add(fmt.Sprintf("worker C calls/s on %d cores vs in-process", goruntime.NumCPU()), w.String(), in.String(), ratio, "≥ 0.9×", ratio >= 0.9)
+	t.add(label, w.String(), in.String(), ratio, "≥ 0.9×", ratio >= 0.9)
 	t.add(fmt.Sprintf("  worker C calls/s, a copy in each of %d workers, vs in-process", len(spread)), sp.String(), in.String(), sp.rate()/in.rate(), "", false)
 	for j, s := range sides {
 		m := total[j]
