@@ -140,5 +140,7 @@ func (e *WorkerError) Error() string {
 func (e *WorkerError) Is(target error) bool { return target == ErrWorkerExited }
 
 // CodeWorkerExited is the Code of the CallEvent of a call a worker's end
-// cut off (Outcome OutcomeError).
+// cut off (Outcome OutcomeError), and the rejection code of an upload
+// whose checks ended their worker twice (each time on a fresh worker):
+// the module crashed the engine or took more memory than a worker may.
 const CodeWorkerExited = "worker_exited"

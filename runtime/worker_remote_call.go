@@ -109,7 +109,7 @@ func (rs *remoteSession) exchange(m []byte) ([]byte, error) {
 // the reply, or the error that ended the operation.
 func (rs *remoteSession) drive(w *workers, slot int, st *worker.Stream, out func(kind wireKind, m []byte) error) ([]byte, error) {
 	for {
-		m, err := st.Recv()
+		m, err := w.recv(slot, st)
 		if err != nil {
 			return nil, err
 		}

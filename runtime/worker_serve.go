@@ -52,7 +52,9 @@ func serveWorker(ch *os.File) error {
 	if env.CacheDir != "" {
 		rw = append(rw, env.CacheDir)
 	}
-	rep, err := sandbox.Enter(sandbox.Config{ReadOnly: env.ReadOnly, ReadWrite: rw})
+	sc := sandbox.Config{ReadOnly: env.ReadOnly, ReadWrite: rw}
+	testSandboxKnobs(&sc)
+	rep, err := sandbox.Enter(sc)
 	if err != nil {
 		return fmt.Errorf("entering the sandbox: %w", err)
 	}
@@ -80,6 +82,7 @@ func serveWorker(ch *os.File) error {
 		return err
 	}
 	defer w.rt.Close(ctx)
+	w.applyTestKnobs()
 	hello := encodeWire(wireReply, report)
 	return worker.Serve(ctx, ch, hello, w.handle)
 }
@@ -94,6 +97,25 @@ type workerServer struct {
 	pkgs    map[uint64]*Package
 	checked map[uint64]*Checked
 	events  *worker.Stream // the parent's events stream, if it opened one
+	seq     uint64         // the last wireSync sent on it
+}
+
+// syncEvents marks the events stream's position (wireSync) and returns
+// its number; 0 without an events stream.
+func (w *workerServer) syncEvents() uint64 {
+	w.mu.Lock()
+	s := w.events
+	if s == nil {
+		w.mu.Unlock()
+		return 0
+	}
+	w.seq++
+	seq := w.seq
+	w.mu.Unlock()
+	if s.Send(encodeWire(wireSync, seq)) != nil {
+		return 0
+	}
+	return seq
 }
 
 // event sends one event on the events stream; without one it is dropped.
@@ -136,6 +158,9 @@ type eventSinkKey struct{}
 
 func (w *workerServer) handle(ctx context.Context, header []byte, s *worker.Stream) {
 	reply, err := w.serve(ctx, header, s)
+	if seq := w.syncEvents(); seq != 0 {
+		s.Send(encodeWire(wireSync, seq))
+	}
 	if err != nil {
 		s.Send(encodeWire(wireError, failureOf(err)))
 	} else if reply != nil {

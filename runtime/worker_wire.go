@@ -53,10 +53,16 @@ const (
 
 	wireReply // worker → parent: the operation's final answer
 	wireError // worker → parent: the operation's failure
+
+	// wireSync (worker → parent) carries a sequence number on both an
+	// operation's stream, just before its answer, and the events stream:
+	// the parent hands the answer back only once the events before it
+	// (trace lines, progress) have reached the runtime's hooks.
+	wireSync
 )
 
 // maxWireKind bounds the kinds a decoder accepts.
-const maxWireKind = wireError
+const maxWireKind = wireSync
 
 // encodeWire is one message: kind and v's gob encoding. It panics only on
 // a type gob cannot encode, which is a programming error caught by every
