@@ -620,18 +620,29 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// procStat is the fields of /proc/<pid>/stat after the command name
-// (which may hold spaces and parentheses): state is [0], ppid [1].
+// procStat is the fields of /proc/<pid>/stat after the command name:
+// state is [0], ppid [1].
 func procStat(pid int) ([]string, error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return nil, err
 	}
+	return parseStat(b)
+}
+
+// parseStat splits a /proc/<pid>/stat line after its command name, which
+// is in parentheses and may itself hold spaces and parentheses (a process
+// names itself): the last ')' ends it.
+func parseStat(b []byte) ([]string, error) {
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
-		return nil, fmt.Errorf("/proc/%d/stat: no command name", pid)
+		return nil, errors.New("stat: no command name")
 	}
-	return strings.Fields(string(b[i+1:])), nil
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 2 {
+		return nil, errors.New("stat: no state and ppid")
+	}
+	return f, nil
 }
 
 // children is the pids of this process's live (not zombie) children.
