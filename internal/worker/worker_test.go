@@ -13,6 +13,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 )
 
 // modeEnv picks how the re-executed test binary behaves as a worker.
@@ -107,6 +110,9 @@ func testWorker(ch *os.File) int {
 			<-ctx.Done()
 		case "exit":
 			os.Exit(3)
+		case "stderr":
+			fmt.Fprintln(os.Stderr, "a line from the worker")
+			s.Send([]byte("written"))
 		case "flood":
 			n, err := strconv.Atoi(arg)
 			if err != nil {
@@ -681,5 +687,33 @@ func TestPoolCloseKills(t *testing.T) {
 	_, err = st.Recv()
 	if ee := exitErr(t, err); ee.Reason != ExitClosed || ee.Status != "signal: killed" {
 		t.Fatalf("got %+v", ee)
+	}
+}
+
+func TestKillProtocol(t *testing.T) {
+	p := startPool(t, testConfig(""))
+	st := open(t, p.Slot(0), "sleep:p")
+	defer st.Close()
+	p.Slot(0).KillProtocol()
+	if ee := recvExit(t, st); ee.Reason != ExitProtocol {
+		t.Fatalf("got %+v", ee)
+	}
+}
+
+func TestStderrToLog(t *testing.T) {
+	core, logs := observer.New(zap.WarnLevel)
+	cfg := testConfig("")
+	cfg.Log = zap.New(core)
+	p := startPool(t, cfg)
+	st := open(t, p.Slot(0), "stderr")
+	defer st.Close()
+	recvString(t, st)
+	for {
+		for _, e := range logs.All() {
+			if e.Message == "worker stderr" && e.ContextMap()["line"] == "a line from the worker" {
+				return
+			}
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
