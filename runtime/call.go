@@ -44,6 +44,10 @@ type CallRequest struct {
 	// exchange, set only inside a worker process, sends the guest's
 	// subako_http requests to the parent, which holds the policy.
 	exchange func(ctx context.Context, request []byte, budget *limits.WriteBudget) []byte
+	// lazyTmp, set only inside a worker process, says Tmp is a directory
+	// the parent's runtime made: opened only when the guest uses it, as
+	// the parent's own would be.
+	lazyTmp bool
 }
 
 // Outcome says how a call (Result, CallEvent) or an upload (UploadEvent)
@@ -286,7 +290,8 @@ func (p *Package) startSession(ctx context.Context, req CallRequest, tmp string,
 	if p.checked.Source.HasAssets {
 		layout.Package = p.checked.Source.Dir
 	}
-	spec.Mounts = func() (*fsmount.Set, error) { return p.openMounts(layout, !discovery) }
+	lazyTmp := req.lazyTmp
+	spec.Mounts = func() (*fsmount.Set, error) { return p.openMounts(layout, !discovery, lazyTmp) }
 	return p.rt.eng.NewSession(ctx, spec)
 }
 
@@ -296,7 +301,7 @@ func (p *Package) startSession(ctx context.Context, req CallRequest, tmp string,
 // /volume/tmp the runtime made is opened only when something uses it: a
 // call whose guest never touches it costs no system call for it, and its
 // Set's record then lets Release recycle it without a look.
-func (p *Package) openMounts(layout fsmount.Layout, shared bool) (*fsmount.Set, error) {
+func (p *Package) openMounts(layout fsmount.Layout, shared, lazyTmp bool) (*fsmount.Set, error) {
 	if p.pkgRoot.isClosed() {
 		return nil, fmt.Errorf("package %s: %w", p.name, errPackageClosed)
 	}
@@ -309,7 +314,7 @@ func (p *Package) openMounts(layout fsmount.Layout, shared bool) (*fsmount.Set, 
 		overlap := func(host string) error { return p.rt.volumes.Overlap(m.Guest, host) }
 		switch {
 		case m.Guest == fsmount.GuestTmp:
-			m.Lazy = p.rt.volumes.Owns(m.Host)
+			m.Lazy = lazyTmp || p.rt.volumes.Owns(m.Host)
 		case m.Guest == fsmount.GuestPackage && shared:
 			if m.Root, err = p.pkgRoot.get(m.Host, overlap); err != nil {
 				return nil, fmt.Errorf("package %s: %w", p.name, err)

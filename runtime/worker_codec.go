@@ -145,6 +145,7 @@ func (q wireCallReq) putWire(w *wbuf) {
 	w.string(q.Data)
 	w.string(q.Skills)
 	w.bool(q.Network)
+	w.bool(q.LazyTmp)
 	w.bool(q.Discovery)
 	w.uint(uint64(len(q.Messages)))
 	for _, m := range q.Messages {
@@ -162,7 +163,7 @@ func (q wireCallReq) putWire(w *wbuf) {
 func (q *wireCallReq) getWire(r *rbuf) {
 	q.Handle, q.Tool, q.Arguments = r.uint(), r.string(), r.bytes()
 	q.Tmp, q.Data, q.Skills = r.string(), r.string(), r.string()
-	q.Network, q.Discovery = r.bool(), r.bool()
+	q.Network, q.LazyTmp, q.Discovery = r.bool(), r.bool(), r.bool()
 	if n := r.count(1); n > 0 {
 		q.Messages = make([][]byte, n)
 		for i := range q.Messages {

@@ -50,7 +50,7 @@ func (rt *Runtime) startRemote(ctx context.Context, what string, layout *fsmount
 	rs := &remoteSession{end: place.End, ctx: actx, start: time.Now()}
 	if layout != nil {
 		if p != nil {
-			rs.mounts, err = p.openMounts(*layout, true)
+			rs.mounts, err = p.openMounts(*layout, true, false)
 		} else {
 			var mounts []fsmount.Mount
 			if mounts, err = layout.Mounts(); err == nil {
@@ -193,7 +193,7 @@ func (p *Package) callRemote(ctx context.Context, req CallRequest, lim limits.Li
 	defer rs.close()
 	header := func(h uint64) []byte {
 		return encodeWire(wireCall, wireCallReq{Handle: h, Tool: tool, Arguments: req.Arguments, Tmp: res.TmpDir, Data: req.Data, Skills: req.Skills,
-			Limits: p.rt.ownLimits(lim), Network: req.Network != nil})
+			Limits: p.rt.ownLimits(lim), Network: req.Network != nil, LazyTmp: res.volumes != nil})
 	}
 	ref := p.checked.remote
 	st, err := ref.stream(rs.ctx, what, header)

@@ -46,6 +46,11 @@ func ServeWorker() {
 // read from the channel, then a runtime of its own serving the parent's
 // requests until the channel closes.
 func serveWorker(ch *os.File) error {
+	// A worker is the process GCPercent is for: many small calls, a small
+	// heap of its own. The parent's GOGC, when set, came with it.
+	if _, set := os.LookupEnv("GOGC"); !set {
+		debug.SetGCPercent(GCPercent)
+	}
 	var env workerEnv
 	if err := json.Unmarshal([]byte(os.Getenv(workerConfigEnv)), &env); err != nil {
 		return fmt.Errorf("%s: %v", workerConfigEnv, err)
@@ -276,7 +281,7 @@ func (w *workerServer) serve(ctx context.Context, header []byte, s *worker.Strea
 		if p == nil {
 			return nil, fmt.Errorf("no package %d in this worker", req.Handle)
 		}
-		creq := CallRequest{Tool: req.Tool, Arguments: req.Arguments, Tmp: req.Tmp, Data: req.Data, Skills: req.Skills, Limits: req.Limits}
+		creq := CallRequest{Tool: req.Tool, Arguments: req.Arguments, Tmp: req.Tmp, Data: req.Data, Skills: req.Skills, Limits: req.Limits, lazyTmp: req.LazyTmp}
 		if req.Network {
 			creq.exchange = streamExchange(s, nil)
 		}

@@ -175,6 +175,7 @@ type wireCallReq struct {
 	// worker's runtime has); nil otherwise.
 	Limits  *limits.Limits
 	Network bool // the parent holds a policy: exchange requests with it
+	LazyTmp bool // Tmp is a directory the parent\'s runtime made
 	// Messages and Discovery are a probe's.
 	Messages  [][]byte
 	Discovery bool

@@ -126,7 +126,7 @@ func TestWireCodecRoundTrip(t *testing.T) {
 	lim := limits.Default()
 	lim.CallTimeout = 7 * time.Second
 	msgs := []any{
-		wireCallReq{Handle: 9, Tool: "greet", Arguments: []byte(`{"a":1}`), Tmp: "/t", Data: "/d", Skills: "/s", Network: true, Discovery: true,
+		wireCallReq{Handle: 9, Tool: "greet", Arguments: []byte(`{"a":1}`), Tmp: "/t", Data: "/d", Skills: "/s", Network: true, LazyTmp: true, Discovery: true,
 			Messages: [][]byte{[]byte("m1"), []byte("m2")}, Limits: &lim},
 		wireResult{Result: []byte(`{}`), Crash: &Crash{Reason: "r", Message: "m", Stderr: "e"},
 			Stats: Stats{Duration: 1, FuelUsed: 2, MemoryBytes: 3, BytesWritten: 4, HTTPRequests: 5, HTTPBytesSent: 6, HTTPBytesReceived: 7, ExitWait: 8, QueueWait: 9, Queued: 10},
