@@ -60,6 +60,7 @@ type ExitError struct {
 	Status     string // e.g. "signal: killed", "exit status 2"
 }
 
+// Error names the slot, process, reason and status.
 func (e *ExitError) Error() string {
 	return fmt.Sprintf("worker: slot %d process %d (generation %d) ended: %s (%s)",
 		e.Slot, e.Pid, e.Generation, e.Reason, e.Status)
@@ -76,6 +77,7 @@ type StartError struct {
 	Stderr string
 }
 
+// Error includes the stderr tail.
 func (e *StartError) Error() string {
 	s := fmt.Sprintf("worker: slot %d: start: %v", e.Slot, e.Err)
 	if e.Stderr != "" {
@@ -84,6 +86,7 @@ func (e *StartError) Error() string {
 	return s
 }
 
+// Unwrap gives the cause: an *ExitError when the process died before its hello.
 func (e *StartError) Unwrap() error { return e.Err }
 
 // errGone: the process died before a stream could be opened on it.
