@@ -72,7 +72,8 @@
 // # Flow control
 //
 // Each stream has a 4 MiB window per direction: the sender spends credit
-// with each data byte and waits at zero; the receiver gives credit back
+// with each data byte, and 64 more per message so that empty messages are
+// bounded too, and waits at zero; the receiver gives credit back
 // in 1 MiB lumps, at once while its reader keeps up (nothing queued before
 // the arriving message), else as Recv drains the queue. So a receiver that
 // does not read holds at most a window plus one message, the sender then

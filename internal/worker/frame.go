@@ -50,6 +50,7 @@ type frameHeader struct {
 // parent side the worker that sent it is killed (Reason ExitProtocol).
 type ProtocolError struct{ Msg string }
 
+// Error says what rule was broken.
 func (e *ProtocolError) Error() string { return "worker: protocol violation: " + e.Msg }
 
 func protoErr(format string, args ...any) error {

@@ -60,6 +60,7 @@ type ExitError struct {
 	Status     string // e.g. "signal: killed", "exit status 2"
 }
 
+// Error names the slot, process, reason and status.
 func (e *ExitError) Error() string {
 	return fmt.Sprintf("worker: slot %d process %d (generation %d) ended: %s (%s)",
 		e.Slot, e.Pid, e.Generation, e.Reason, e.Status)
@@ -76,6 +77,7 @@ type StartError struct {
 	Stderr string
 }
 
+// Error includes the stderr tail.
 func (e *StartError) Error() string {
 	s := fmt.Sprintf("worker: slot %d: start: %v", e.Slot, e.Err)
 	if e.Stderr != "" {
@@ -84,6 +86,7 @@ func (e *StartError) Error() string {
 	return s
 }
 
+// Unwrap gives the cause: an *ExitError when the process died before its hello.
 func (e *StartError) Unwrap() error { return e.Err }
 
 // errGone: the process died before a stream could be opened on it.
@@ -158,7 +161,8 @@ type proc struct {
 	reason  atomic.Pointer[string] // why we killed it; first wins
 	kmu     sync.Mutex
 	exited  bool
-	ready   atomic.Bool
+	ready   bool          // under slot.mu: it became the slot's process
+	reaped  bool          // under slot.mu: its exit is being handled
 	done    chan struct{} // closed after the exit was handled; exitErr set
 	exitErr *ExitError
 }
@@ -216,11 +220,7 @@ func Start(ctx context.Context, cfg Config) (*Pool, error) {
 	var wg sync.WaitGroup
 	for i, s := range p.slots {
 		wg.Go(func() {
-			pr, err := s.spawn(ctx)
-			if err == nil {
-				s.setReady(pr)
-			}
-			errs[i] = err
+			_, errs[i] = s.spawn(ctx)
 		})
 	}
 	wg.Wait()
@@ -435,15 +435,6 @@ func (s *Slot) notifyLocked() {
 	s.changed = make(chan struct{})
 }
 
-func (s *Slot) setReady(pr *proc) {
-	s.mu.Lock()
-	s.cur = pr
-	s.startErr = nil
-	pr.ready.Store(true)
-	s.notifyLocked()
-	s.mu.Unlock()
-}
-
 func (s *Slot) setFailed(err error) {
 	s.mu.Lock()
 	s.startErr = err
@@ -501,7 +492,20 @@ func (s *Slot) spawn(ctx context.Context) (*proc, error) {
 	select {
 	case h := <-hello:
 		pr.hello = h
-		return pr, nil
+		// Becoming the slot's process and being reaped exclude each other:
+		// a worker that says hello and dies at once is a failed start.
+		s.mu.Lock()
+		if !pr.reaped {
+			pr.ready = true
+			s.cur = pr
+			s.startErr = nil
+			s.notifyLocked()
+			s.mu.Unlock()
+			return pr, nil
+		}
+		s.mu.Unlock()
+		<-pr.done
+		why = pr.exitErr
 	case <-pr.done:
 		why = pr.exitErr
 	case <-ctx.Done():
@@ -584,6 +588,8 @@ func (pr *proc) reap() {
 	// waits for the replacement instead of finding the dead process.
 	s := pr.slot
 	s.mu.Lock()
+	pr.reaped = true
+	ready := pr.ready
 	if s.cur == pr {
 		s.cur = nil
 		s.notifyLocked()
@@ -591,7 +597,7 @@ func (pr *proc) reap() {
 	s.mu.Unlock()
 	pr.conn.fail(ee)
 	close(pr.done)
-	if !pr.ready.Load() {
+	if !ready {
 		return // spawn reports it
 	}
 	if closing {
@@ -644,7 +650,6 @@ func (s *Slot) respawn(quick bool, last *ExitError) {
 			return
 		}
 		if err == nil {
-			s.setReady(pr)
 			return
 		}
 		p.logerr("starting a worker failed", err)

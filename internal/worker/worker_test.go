@@ -42,6 +42,11 @@ func testWorker(ch *os.File) int {
 		io.Copy(ch, ch)
 		return 0
 	case "exit-after-hello":
+		// The first process (it wins the file) serves; its replacements die.
+		if f, err := os.OpenFile(os.Getenv("SUBAKO_WORKER_TEST_FIRST"), os.O_CREATE|os.O_EXCL, 0o600); err == nil {
+			f.Close()
+			break
+		}
 		var hb [headerSize]byte
 		putHeader(hb[:], frameHeader{typ: frameHello})
 		ch.Write(hb[:])
@@ -620,7 +625,10 @@ func TestStartErrors(t *testing.T) {
 // Processes that keep dying right after their hello: Open ends up
 // returning the failure instead of waiting for ever.
 func TestCrashLoop(t *testing.T) {
-	p := startPool(t, testConfig("exit-after-hello"))
+	cfg := testConfig("exit-after-hello")
+	cfg.Env = append(cfg.Env, "SUBAKO_WORKER_TEST_FIRST="+t.TempDir()+"/first")
+	p := startPool(t, cfg)
+	p.Slot(0).Kill()
 	for {
 		st, _, err := p.Slot(0).Open(context.Background(), []byte("echo"))
 		if err == nil {
