@@ -639,6 +639,10 @@ func (rt *Runtime) discoverOnce(ctx context.Context, c *Checked, op, path string
 	return rt.remotePackage(ref.slot, ref.gen, m, path)
 }
 
+// workerInstancesPerCPU is how many instances per CPU a runtime of
+// IsolationWorkers admits when Config.MaxInstances is 0.
+const workerInstancesPerCPU = 4
+
 // newWorkerRuntime finishes New for IsolationWorkers: the parent keeps its
 // engine for admission and close (it instantiates no guest), its pool of
 // /volume/tmp directories, and starts the workers.
@@ -661,7 +665,10 @@ func newWorkerRuntime(ctx context.Context, rt *Runtime, cfg Config, compileWorke
 	rt.wz = wazero.NewRuntimeWithConfig(ctx, compile.RuntimeConfig())
 	maxInstances := cfg.MaxInstances
 	if maxInstances == 0 {
-		maxInstances = goruntime.NumCPU()
+		// A call in flight to a worker spends much of its time on the way
+		// there and back, where it holds no CPU: the gate lets more in
+		// than there are CPUs, so that the workers' CPUs stay busy.
+		maxInstances = workerInstancesPerCPU * goruntime.NumCPU()
 	}
 	rt.eng = instance.NewEngine(engineConfig(rt.wz, maxInstances, cfg))
 	rt.meterings = newMeteringRecords("")
@@ -671,6 +678,11 @@ func newWorkerRuntime(ctx context.Context, rt *Runtime, cfg Config, compileWorke
 		ReadOnly: cfg.Workers.ReadOnly, ReadWrite: cfg.Workers.ReadWrite,
 		Trace: cfg.Trace != nil, Progress: cfg.Progress != nil}
 	_, env.Instances = cfg.Observer.(InstanceObserver)
+	count := cfg.Workers.Count
+	if count <= 0 {
+		count = goruntime.NumCPU()
+	}
+	env.MaxProcs = max(1, goruntime.NumCPU()/count)
 	if rt.workers, err = startWorkers(ctx, cfg, env, rt.log); err != nil {
 		rt.wz.Close(ctx)
 		rt.eng.Release()
