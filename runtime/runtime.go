@@ -80,7 +80,9 @@ type Config struct {
 	// MaxInstances is how many module instances (calls, probes,
 	// discoveries) may run at once; the others wait their turn, and their
 	// time limits start when their instance starts. 0 means
-	// runtime.NumCPU(); a negative value means no bound.
+	// runtime.NumCPU(), and with IsolationWorkers four times that (a call
+	// in flight to a worker holds no CPU on its way there and back); a
+	// negative value means no bound.
 	MaxInstances int
 	// CompilationWorkers is how many goroutines compile one module's
 	// functions at once (wazero's experimental.WithCompilationWorkers); 0

@@ -678,11 +678,6 @@ func newWorkerRuntime(ctx context.Context, rt *Runtime, cfg Config, compileWorke
 		ReadOnly: cfg.Workers.ReadOnly, ReadWrite: cfg.Workers.ReadWrite,
 		Trace: cfg.Trace != nil, Progress: cfg.Progress != nil}
 	_, env.Instances = cfg.Observer.(InstanceObserver)
-	count := cfg.Workers.Count
-	if count <= 0 {
-		count = goruntime.NumCPU()
-	}
-	env.MaxProcs = max(1, goruntime.NumCPU()/count)
 	if rt.workers, err = startWorkers(ctx, cfg, env, rt.log); err != nil {
 		rt.wz.Close(ctx)
 		rt.eng.Release()

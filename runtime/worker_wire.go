@@ -137,13 +137,9 @@ type workerEnv struct {
 	StrictCache        bool
 	TempDir            string
 	CompilationWorkers int
-	// MaxProcs is the worker's GOMAXPROCS: the CPUs shared out among the
-	// workers, so that Count workers do not each schedule (and spin) on
-	// every CPU.
-	MaxProcs        int
-	ReadOnly        []string
-	ReadWrite       []string
-	Trace, Progress bool
+	ReadOnly           []string
+	ReadWrite          []string
+	Trace, Progress    bool
 	// Instances: the parent's Observer counts instances, so the worker
 	// reports their starts and ends.
 	Instances bool
