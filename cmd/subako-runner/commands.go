@@ -41,14 +41,24 @@ func newVersionCmd(a *app) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "version",
-		Short: "print the version, ABI and MCP revision",
-		Long:  "Print the version of subako-runner, the ABI it implements and the MCP revision it speaks\n(also: subako-runner --version).",
-		Args:  positionals(nil, 0, 0),
+		Short: "print the version, ABI and MCP revision, and the worker sandbox",
+		Long: "Print the version of subako-runner, the ABI it implements and the MCP revision it speaks\n" +
+			"(also: subako-runner --version), then the isolation the commands use by default and the\n" +
+			"layers of the worker sandbox on this machine (one worker process is started to find out).",
+		Args: positionals(nil, 0, 0),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			sb, sbErr := probeSandbox(a.ctx)
 			if asJSON {
-				return status(writeJSON(a.e, map[string]any{"version": runtime.Version, "abi": runtime.ABIVersion, "mcp": protocol.Version}))
+				doc := map[string]any{"version": runtime.Version, "abi": runtime.ABIVersion, "mcp": protocol.Version,
+					"isolation": runtime.IsolationWorkers.String(), "sandbox": sb}
+				if sbErr != nil {
+					doc["sandboxError"] = sbErr.Error()
+				}
+				return status(writeJSON(a.e, doc))
 			}
 			fmt.Fprint(a.e.stdout, versionBanner())
+			fmt.Fprintf(a.e.stdout, "isolation %s (--isolation=in-process turns it off)\n", runtime.IsolationWorkers)
+			fmt.Fprintln(a.e.stdout, sandboxLine(sb, sbErr))
 			return nil
 		},
 	}
@@ -83,7 +93,7 @@ func newValidateCmd(a *app) *cobra.Command {
 func runValidate(ctx context.Context, e *env, h *hostFlags, lim limits.Limits, path string) int {
 	rt, closeRT, err := h.openRuntime(ctx, e, lim, path)
 	if err != nil {
-		return fail(e, "%v", err)
+		return fail(e, "%s", packageErrorText(err))
 	}
 	defer closeRT()
 	checked, err := rt.Validate(ctx, path)
@@ -130,7 +140,7 @@ func newDiscoverCmd(a *app) *cobra.Command {
 func runDiscover(ctx context.Context, e *env, h *hostFlags, lim limits.Limits, path string) int {
 	rt, closeRT, err := h.openRuntime(ctx, e, lim, path)
 	if err != nil {
-		return fail(e, "%v", err)
+		return fail(e, "%s", packageErrorText(err))
 	}
 	defer closeRT()
 	pkg, err := rt.Load(ctx, path)

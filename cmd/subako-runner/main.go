@@ -36,6 +36,10 @@ func (e *env) terminal(w io.Writer) bool {
 }
 
 func main() {
+	// A worker process of a runtime this binary started (--isolation
+	// workers) serves and exits here; for any other process this returns
+	// at once.
+	runtime.ServeWorker()
 	// This process serves calls and owns its collector (docs/RATIONALE.md).
 	if _, set := os.LookupEnv("GOGC"); !set {
 		debug.SetGCPercent(runtime.GCPercent)
@@ -141,5 +145,6 @@ func commandConstructors() []func(*app) *cobra.Command {
 		newRunCmd,
 		newVersionCmd,
 		newInitCmd,
+		newWorkerCmd,
 	}
 }

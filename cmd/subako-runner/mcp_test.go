@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/subako/subako-runner/internal/devtools/testguest"
+	"github.com/subako/subako-runner/runtime"
 )
 
 // The real MCP clients live in testdata/mcp, installed there by `npm ci`
@@ -65,6 +66,9 @@ var runnerBin struct {
 }
 
 func TestMain(m *testing.M) {
+	// The commands tests run in-process start their workers from this
+	// binary (os.Executable): it serves them before anything else.
+	runtime.ServeWorker()
 	code := m.Run()
 	if runnerBin.dir != "" {
 		os.RemoveAll(runnerBin.dir)

@@ -56,6 +56,13 @@ func newRunCmd(a *app) *cobra.Command {
 			if err != nil {
 				return usageErr(cmd, "%v", err)
 			}
+			for _, m := range mounts {
+				if m.ReadOnly {
+					h.readOnly = append(h.readOnly, m.Host)
+				} else {
+					h.readWrite = append(h.readWrite, m.Host)
+				}
+			}
 			rt, closeRT, err := h.openRuntime(a.ctx, a.e, lim, args[0])
 			if err != nil {
 				return status(fail(a.e, "%v", err))
