@@ -29,6 +29,7 @@ type callReport struct {
 	Rejection []runtime.Rejection `json:"rejection,omitempty"`
 	Stats     *runtime.Stats      `json:"stats,omitempty"`
 	TmpDir    string              `json:"tmpDir,omitempty"`
+	Error     *hostErrorReport    `json:"error,omitempty"`
 }
 
 func newCallCmd(a *app) *cobra.Command {
@@ -96,6 +97,9 @@ func runCall(ctx context.Context, e *env, h *hostFlags, c *callFlags, path strin
 	defer closeRT()
 	pkg, err := rt.Load(ctx, path)
 	if err != nil {
+		if code, ok := reportWorkerError(e, h, err, true); ok {
+			return code
+		}
 		var rej *runtime.RejectedError
 		if h.json && errors.As(err, &rej) {
 			outcome, code := "rejected", exitRejected
@@ -126,6 +130,9 @@ func runCall(ctx context.Context, e *env, h *hostFlags, c *callFlags, path strin
 	}
 	if err != nil {
 		if code, ok := interrupted(ctx, e, err); ok {
+			return code
+		}
+		if code, ok := reportWorkerError(e, h, err, true); ok {
 			return code
 		}
 		return fail(e, "%v", err)

@@ -85,6 +85,9 @@ func runCheck(ctx context.Context, e *env, h *hostFlags, lim limits.Limits, f co
 		if code, ok := interrupted(ctx, e, err); ok {
 			return code
 		}
+		if line, ok := workerErrorText(err); ok {
+			return fail(e, "%s", line)
+		}
 		return fail(e, "%v", err)
 	}
 	color := f == conformance.FormatHuman && e.terminal(e.stdout) && e.getenv("NO_COLOR") == ""

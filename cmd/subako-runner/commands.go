@@ -29,6 +29,9 @@ type packageReport struct {
 	Crash     *runtime.Crash      `json:"crash,omitempty"`
 	// Set by validate when the package passed: what the human line says.
 	Module *moduleReport `json:"module,omitempty"`
+	// Error is set when the host failed under the command (a worker
+	// process ended): no verdict on the package.
+	Error *hostErrorReport `json:"error,omitempty"`
 }
 
 // versionBanner is what both `version` and `--version` print: the runner's
@@ -198,6 +201,9 @@ func rejection(e *env, err error) (rej *runtime.RejectedError, code int) {
 // an interruption (exit 130) or a host error (exit 2).
 func reportPackageError(ctx context.Context, e *env, h *hostFlags, err error) int {
 	if code, ok := interrupted(ctx, e, err); ok {
+		return code
+	}
+	if code, ok := reportWorkerError(e, h, err, false); ok {
 		return code
 	}
 	rej, code := rejection(e, err)

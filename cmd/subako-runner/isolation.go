@@ -160,14 +160,45 @@ func (c *sandboxLogFilter) Check(ent zapcore.Entry, ce *zapcore.CheckedEntry) *z
 }
 
 // workerErrorText is the host-error line of an operation a worker's end
-// cut off: the module is not judged by it.
+// cut off (runtime.WorkerError): the host's failure, not the package's.
 func workerErrorText(err error) (string, bool) {
 	var we *runtime.WorkerError
 	if !errors.As(err, &we) {
 		return "", false
 	}
-	return fmt.Sprintf("host error (%s): %v; the module is not judged by this, run the command again", runtime.CodeWorkerExited, err), true
+	return fmt.Sprintf("host error (%s): %v; this is the host's failure, not the package's: run the command again", runtime.CodeWorkerExited, err), true
 }
+
+// hostErrorReport is the "error" member of call --json, validate --json
+// and discover --json when the host failed under the command.
+type hostErrorReport struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// reportWorkerError reports err when it is a worker's end: the stderr line
+// of a host error and, with --json, the document that says so (call's
+// shape when call is set, validate's and discover's otherwise); exit 2.
+func reportWorkerError(e *env, h *hostFlags, err error, call bool) (int, bool) {
+	line, ok := workerErrorText(err)
+	if !ok {
+		return 0, false
+	}
+	fmt.Fprintf(e.stderr, "subako-runner: %s\n", line)
+	if h.json {
+		he := &hostErrorReport{Code: runtime.CodeWorkerExited, Message: err.Error()}
+		if call {
+			writeJSON(e, callReport{Outcome: outcomeHostError, Error: he})
+		} else {
+			writeJSON(e, packageReport{Error: he})
+		}
+	}
+	return exitUsage, true
+}
+
+// outcomeHostError is call --json's outcome when the host failed under the
+// call (a worker process ended): no verdict on the module.
+const outcomeHostError = "host_error"
 
 // newWorkerCmd is the hidden `worker` command: main serves a worker
 // before cobra runs (runtime.ServeWorker), so reaching this command means

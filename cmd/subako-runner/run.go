@@ -114,6 +114,9 @@ func runModule(ctx context.Context, e *env, rt *runtime.Runtime, module string, 
 			}
 			return exitUsage
 		}
+		if line, ok := workerErrorText(err); ok {
+			return fail(e, "%s", line)
+		}
 		return fail(e, "%v", err)
 	}
 	if res.Crash != nil {
