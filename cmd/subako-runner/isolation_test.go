@@ -74,7 +74,7 @@ func TestWorkerCommandByHand(t *testing.T) {
 			t.Errorf("%q: exit %d, stdout %q, stderr %q", args, code, out, errOut)
 		}
 	}
-	if _, out, _ := cli(t, "", "--help"); strings.Contains(out, "worker") {
+	if _, out, _ := cli(t, "", "--help"); strings.Contains(out, "\n  worker ") {
 		t.Errorf("the top-level help lists the worker command:\n%s", out)
 	}
 }
@@ -209,13 +209,12 @@ func TestWorkerDeathIsAHostError(t *testing.T) {
 	}
 	pkg := pkgDir(t, "misbehave", nil)
 	for _, asJSON := range []bool{false, true} {
-		args := []string{"call", "--log-level", "debug", pkg, "timeout_sleep"}
+		args := []string{"call", "--trace", pkg, "timeout_sleep"}
 		if asJSON {
 			args = append(args, "--json")
 		}
 		var stdout bytes.Buffer
-		// The module's stderr line "tools/call" (logged at debug) says the
-		// call is running in the worker.
+		// The trace's "tools/call" says the call is running in the worker.
 		stderr := &killWorkers{marker: "tools/call"}
 		e := &env{stdin: strings.NewReader(""), stdout: &stdout, stderr: stderr, getenv: func(string) string { return "" }}
 		code := mainWith(context.Background(), e, args)
