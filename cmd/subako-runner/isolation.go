@@ -73,7 +73,7 @@ func (h *hostFlags) workerConfig(path string) (runtime.WorkerConfig, error) {
 	if h.serves {
 		count = h.workers // 0: one per CPU
 	}
-	ro := append([]string{packageRoot(path)}, h.readOnly...)
+	ro := append(packageDirs(path), h.readOnly...)
 	return runtime.WorkerConfig{
 		Executable:     exe,
 		Args:           []string{workerArg},
@@ -92,6 +92,27 @@ func packageRoot(path string) string {
 		return path
 	}
 	return filepath.Dir(path)
+}
+
+// packageDirs are the directories the workers read the package at path
+// from: packageRoot, and where a module or manifest that is a symbolic
+// link leads (Landlock judges the file a link leads to, not the link).
+func packageDirs(path string) []string {
+	root := packageRoot(path)
+	dirs := []string{root}
+	files := []string{path}
+	if root == path {
+		files = []string{filepath.Join(root, runtime.ModuleFile), filepath.Join(root, runtime.ManifestFile)}
+	}
+	for _, f := range files {
+		if info, err := os.Lstat(f); err != nil || info.Mode()&fs.ModeSymlink == 0 {
+			continue
+		}
+		if real, err := filepath.EvalSymlinks(f); err == nil {
+			dirs = append(dirs, filepath.Dir(real))
+		}
+	}
+	return dirs
 }
 
 // existingDirs makes dirs absolute, drops what is not an existing

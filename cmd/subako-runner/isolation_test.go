@@ -104,6 +104,17 @@ func TestBareWasmOutsideEveryKnownDirectory(t *testing.T) {
 			t.Errorf("%q: exit %d\n%s%s", args, code, out, errOut)
 		}
 	}
+	// A module that is a symbolic link to it, in a package directory of
+	// its own: the workers read where the link leads too.
+	pkg := filepath.Join(t.TempDir(), "linked")
+	os.MkdirAll(pkg, 0o755)
+	os.WriteFile(filepath.Join(pkg, "subako-package.json"), []byte(`{"abi":1,"name":"linked"}`), 0o644)
+	if err := os.Symlink(path, filepath.Join(pkg, "module.wasm")); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut := cli(t, "", "call", pkg, "greet", `{"name":"Ada"}`); code != exitOK || !strings.Contains(out, "Hello, Ada!") {
+		t.Errorf("linked module: exit %d\n%s%s", code, out, errOut)
+	}
 	// A relative path too: the worker resolves it as the command does.
 	wd, _ := os.Getwd()
 	rel, err := filepath.Rel(wd, path)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -64,6 +65,9 @@ func newRunCmd(a *app) *cobra.Command {
 				}
 			}
 			rt, closeRT, err := h.openRuntime(a.ctx, a.e, lim, args[0])
+			if pe := (*fs.PathError)(nil); errors.Is(err, fs.ErrNotExist) && errors.As(err, &pe) && pe.Path == args[0] {
+				return status(fail(a.e, "%s: no such module (nothing at that path)", args[0]))
+			}
 			if err != nil {
 				return status(fail(a.e, "%v", err))
 			}
