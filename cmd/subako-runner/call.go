@@ -92,7 +92,7 @@ func runCall(ctx context.Context, e *env, h *hostFlags, c *callFlags, path strin
 	c.volumes.allow(h, req.Tmp)
 	rt, closeRT, err := h.openRuntime(ctx, e, *req.Limits, path)
 	if err != nil {
-		return fail(e, "%s", packageErrorText(err))
+		return startFailed(ctx, e, err)
 	}
 	defer closeRT()
 	pkg, err := rt.Load(ctx, path)

@@ -77,7 +77,7 @@ func newCheckCmd(a *app) *cobra.Command {
 func runCheck(ctx context.Context, e *env, h *hostFlags, lim limits.Limits, f conformance.Format, opts conformance.Options, path string) int {
 	rt, closeRT, err := h.openRuntime(ctx, e, lim, path)
 	if err != nil {
-		return fail(e, "%s", packageErrorText(err))
+		return startFailed(ctx, e, err)
 	}
 	defer closeRT()
 	rep, err := conformance.Run(ctx, rt, path, opts)

@@ -96,7 +96,7 @@ func newValidateCmd(a *app) *cobra.Command {
 func runValidate(ctx context.Context, e *env, h *hostFlags, lim limits.Limits, path string) int {
 	rt, closeRT, err := h.openRuntime(ctx, e, lim, path)
 	if err != nil {
-		return fail(e, "%s", packageErrorText(err))
+		return startFailed(ctx, e, err)
 	}
 	defer closeRT()
 	checked, err := rt.Validate(ctx, path)
@@ -143,7 +143,7 @@ func newDiscoverCmd(a *app) *cobra.Command {
 func runDiscover(ctx context.Context, e *env, h *hostFlags, lim limits.Limits, path string) int {
 	rt, closeRT, err := h.openRuntime(ctx, e, lim, path)
 	if err != nil {
-		return fail(e, "%s", packageErrorText(err))
+		return startFailed(ctx, e, err)
 	}
 	defer closeRT()
 	pkg, err := rt.Load(ctx, path)

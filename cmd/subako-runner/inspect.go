@@ -73,7 +73,7 @@ func runInspect(ctx context.Context, e *env, h *hostFlags, f *inspectFlags, path
 	h.readWrite = append(h.readWrite, req.Data, req.Tmp)
 	rt, closeRT, err := h.openRuntime(ctx, e, *req.Limits, path)
 	if err != nil {
-		return fail(e, "%s", packageErrorText(err))
+		return startFailed(ctx, e, err)
 	}
 	defer closeRT()
 	log, err := h.logger(e.stderr)

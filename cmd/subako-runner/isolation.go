@@ -150,6 +150,17 @@ func missingPackage(path string) error {
 	return nil
 }
 
+// startFailed reports a runtime that could not start: a SIGINT or SIGTERM
+// while it started (its workers take a moment) is the interruption's 130,
+// whatever the start said; anything else a host error.
+func startFailed(ctx context.Context, e *env, err error) int {
+	if ctx.Err() != nil {
+		fmt.Fprintf(e.stderr, "subako-runner: interrupted: %v\n", err)
+		return exitInterrupted
+	}
+	return fail(e, "%s", packageErrorText(err))
+}
+
 // sandboxWarning writes the one line that says the workers run without
 // some layer of their sandbox (the runtime's own log line is dropped by
 // quietSandboxLog, so it is said once).

@@ -122,13 +122,13 @@ func runMCP(ctx context.Context, e *env, h *hostFlags, c *callFlags, m *mcpFlags
 	}
 	cfg, release, err := h.runtimeConfig(e, *req.Limits, path)
 	if err != nil {
-		return fail(e, "%s", packageErrorText(err))
+		return startFailed(ctx, e, err)
 	}
 	defer release()
 	cfg.Logger = cfg.Logger.WithOptions(zap.WrapCore(promoteModuleStderr))
 	rt, err := runtime.New(ctx, cfg)
 	if err != nil {
-		return fail(e, "%v", err)
+		return startFailed(ctx, e, err)
 	}
 	defer closeRuntime(ctx, rt)
 	sandboxWarning(e.stderr, rt.Sandbox())

@@ -69,7 +69,7 @@ func newRunCmd(a *app) *cobra.Command {
 				return status(fail(a.e, "%s: no such module (nothing at that path)", args[0]))
 			}
 			if err != nil {
-				return status(fail(a.e, "%v", err))
+				return status(startFailed(a.ctx, a.e, err))
 			}
 			defer closeRT()
 			env := r.envs
