@@ -56,6 +56,9 @@ test: fmt-check vet mcp-clients
 	  echo '*** no AssemblyScript compiler at $${SUBAKO_ASC:-/tmp/subako-asc-0.28.20/node_modules/.bin/asc}: the build of the AssemblyScript template (init --lang as) is SKIPPED (npm install --prefix /tmp/subako-asc-0.28.20 assemblyscript@0.28.20, or set SUBAKO_ASC; in CI it fails without it) ***' >&2
 	SUBAKO_TEST_COMPILATION_CACHE=$(TEST_CACHE) $(GO) test -vet=off -timeout 15m $(SLOW_TESTS) ./...
 	SUBAKO_TEST_COMPILATION_CACHE=$(TEST_CACHE) $(GO) test -vet=off -race -short -run '^(Test|Fuzz)' -timeout 15m $(SLOW_TESTS) ./...
+	# The process layer's own probes (tag subakoprobe: a worker that tries to
+	# escape, a guest with metering off), which no release build contains.
+	SUBAKO_TEST_COMPILATION_CACHE=$(TEST_CACHE) $(GO) test -vet=off -tags subakoprobe -run '^TestWorker' -timeout 10m ./runtime/
 
 # The real MCP clients the mcp command is tested against (the official
 # TypeScript SDK, the Inspector's CLI and the official MCP conformance

@@ -4,6 +4,7 @@
 //
 //	go run ./bench                     # everything (make bench)
 //	go run ./bench -only latency,fuel  # a subset
+//	go run ./bench -only worker -worker-rows kill  # one measure's rows
 //	go run ./bench -h                  # iteration counts and sizes
 //
 // The measures:
@@ -45,7 +46,17 @@
 //     against wazero's warm-cache compile), and bare wazero's own cost of
 //     calling the same 500 modules against one;
 //   - otel: the OpenTelemetry observer on no-op providers and on the SDK,
-//     against the plain Observer.
+//     against the plain Observer;
+//   - worker: runtime.IsolationWorkers against the in-process runtime: a
+//     sequential greet call of the C and Go packages (interleaved blocks,
+//     medians; split at the CallEvent's timestamps, beside a bare round
+//     trip to a child process), calls/s of 2×NumCPU callers on NumCPU
+//     workers, a worker's RSS after it loaded the C package and served 100
+//     calls less the package's estimate, and the next call after a SIGKILLed
+//     worker (10 kills; median and max). The workers are this program
+//     re-executed (main calls runtime.ServeWorker first); the rows that
+//     need a worker's pid find it as this program's only child process.
+//     -worker-rows picks among latency, throughput, rss and kill.
 //
 // Measurements of a pair are interleaved, so load that comes and goes on the
 // machine hits both sides alike; in-process sides that allocate differently

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/subako/subako-runner/runtime"
 )
 
 // options are the command line: which measures run and how many times.
@@ -31,14 +33,22 @@ type options struct {
 	memSoak       int
 	memConcurrent int
 	tableBomb     int
+	workerCalls   int
+	workerRounds  int
+	workerKills   int
+	workerRows    map[string]bool
+	workerLog     bool
 	timeout       time.Duration
 	work          string
 	many          manyOptions
 }
 
-var measures = []string{"latency", "scale", "reopen", "fuel", "memory", "download", "tables", "many", "estimate", "otel"}
+var measures = []string{"latency", "scale", "reopen", "fuel", "memory", "download", "tables", "many", "estimate", "otel", "worker"}
 
 func main() {
+	// The worker measure's runtimes re-execute this program as their
+	// worker processes: it must become one before anything else.
+	runtime.ServeWorker()
 	var child childDownload
 	flag.StringVar(&child.pkg, "child-download", "", "internal: run the download measure in this process, on the package directory given")
 	flag.StringVar(&child.artifact, "child-artifact", "", "internal: the package's stored artifact")
@@ -51,6 +61,7 @@ func main() {
 	childTable := flag.Int("child-tables", -1, "internal: run the tables measure in this process, with a table of this many elements")
 	childGrow := flag.Bool("child-table-grow", false, "internal: the tables child grows its table with table.grow instead of declaring it")
 	childWork := flag.String("child-work", "", "internal: the tables child's work directory")
+	childPing := flag.Bool("child-pingpong", false, "internal: echo 64-byte messages on descriptor 3 (the worker measure's round-trip floor)")
 
 	var o options
 	only := flag.String("only", strings.Join(measures, ","), "comma-separated measures to run: "+strings.Join(measures, ", "))
@@ -68,6 +79,11 @@ func main() {
 	flag.IntVar(&o.memSoak, "mem-soak", 1000, "calls of the 64 MiB guest between the two RSS readings")
 	flag.IntVar(&o.memConcurrent, "mem-concurrent", 200, "calls of the 64 MiB guest, 4 at once, with admission (a fifth as many without)")
 	flag.IntVar(&o.tableBomb, "table-bomb", -1, "tables: also run issue 25's table of this many elements (30000000: about 4 GB of RSS before the cap), the limit raised for it; -1 skips it")
+	flag.IntVar(&o.workerCalls, "worker-calls", 200, "worker: timed sequential calls per side and package")
+	flag.IntVar(&o.workerRounds, "worker-rounds", 12, "worker: calls/s rounds per side (interleaved; -scale-round long)")
+	flag.IntVar(&o.workerKills, "worker-kills", 10, "worker: SIGKILLed workers, each timed to the next successful call")
+	workerRows := flag.String("worker-rows", "latency,throughput,rss,kill", "worker: which of its rows to run")
+	flag.BoolVar(&o.workerLog, "worker-log", false, "worker: the worker runtime's log (and its workers' stderr) on stderr")
 	flag.DurationVar(&o.timeout, "timeout", 20*time.Minute, "give up on the whole run after this long")
 	registerManyFlags(&o.many)
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
@@ -76,6 +92,13 @@ func main() {
 	if scaleKid.pkg != "" {
 		scaleKid.cache = child.cache
 		if err := scaleKid.run(context.Background(), o, os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "bench child:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if *childPing {
+		if err := childPingPong(); err != nil {
 			fmt.Fprintln(os.Stderr, "bench child:", err)
 			os.Exit(1)
 		}
@@ -107,6 +130,10 @@ func main() {
 			os.Exit(2)
 		}
 		o.only[m] = true
+	}
+	o.workerRows = map[string]bool{}
+	for _, r := range strings.Split(*workerRows, ",") {
+		o.workerRows[strings.TrimSpace(r)] = true
 	}
 	o.pkgs = map[string]bool{}
 	for _, p := range strings.Split(*pkgs, ",") {
@@ -162,6 +189,7 @@ func run(ctx context.Context, o options, t *table) error {
 		{"many", benchMany},
 		{"estimate", benchEstimate},
 		{"otel", benchOtel},
+		{"worker", benchWorker},
 	}
 	for _, s := range steps {
 		if !o.only[s.name] {

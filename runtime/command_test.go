@@ -14,6 +14,7 @@ import (
 
 	"github.com/subako/subako-runner/hostmod/subakohttp"
 	"github.com/subako/subako-runner/internal/devtools/testguest"
+	"github.com/subako/subako-runner/limits"
 	"github.com/subako/subako-runner/wasi"
 )
 
@@ -102,6 +103,10 @@ func TestRunCommandLeavesStdinAlone(t *testing.T) {
 // byte counts as a call's do (RunCommand's own copy of the stats lacked
 // them).
 func TestRunCommandStatsCountHTTPBytes(t *testing.T) {
+	isolations(t, testRunCommandStatsCountHTTPBytes)
+}
+
+func testRunCommandStatsCountHTTPBytes(t *testing.T, newRT func(*limits.Limits) *Runtime) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, "hello from loopback")
 	}))
@@ -115,7 +120,7 @@ func TestRunCommandStatsCountHTTPBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt := newRuntime(t, nil)
+	rt := newRT(nil)
 	args, _ := json.Marshal(map[string]any{"request": map[string]any{"url": fmt.Sprintf("http://api.test:%d/hello", port)}})
 	line := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"http","arguments":%s}}`+"\n", args)
 	var stdout strings.Builder

@@ -535,3 +535,65 @@ func Example_packageSet() {
 	// package key "../elsewhere": want one plain path element
 	// ok {"message":"Hello, Ada!"} 1 1
 }
+
+// newIsolatedRuntime runs every module in sandboxed worker processes: this
+// same executable, whose main (and TestMain) calls runtime.ServeWorker
+// first thing.
+func newIsolatedRuntime(ctx context.Context, logger *zap.Logger, store, data string) (*runtime.Runtime, error) {
+	rt, err := runtime.New(ctx, runtime.Config{
+		Logger:    logger,
+		Isolation: runtime.IsolationWorkers,
+		Workers: runtime.WorkerConfig{
+			Count:     2,
+			ReadOnly:  []string{store}, // the packages; Landlock refuses the workers the rest
+			ReadWrite: []string{data},  // the roots of the agents' /volume/data
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	if s := rt.Sandbox(); !s.Complete() {
+		logger.Warn("guests run without some layers of the sandbox", zap.Strings("missing", s.Missing))
+	}
+	return rt, nil
+}
+
+// callRetrying runs a call once more when the worker process running it
+// died (killed for its memory, crashed): the host's failure, never a
+// verdict on the package. Only for tools whose effects may happen twice.
+func callRetrying(ctx context.Context, pkg *runtime.Package, req runtime.CallRequest) (*runtime.Result, error) {
+	res, err := pkg.Call(ctx, req)
+	if errors.Is(err, runtime.ErrWorkerExited) {
+		return pkg.Call(ctx, req) // a fresh worker has taken the dead one's place
+	}
+	return res, err
+}
+
+// Worker processes: the same calls, with guests in sandboxed processes.
+func Example_workers() {
+	ctx := context.Background()
+	dir, cleanup := greetPackage()
+	defer cleanup()
+	data, err := os.MkdirTemp("", "subako-example-data-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(data)
+	rt, err := newIsolatedRuntime(ctx, zap.NewNop(), filepath.Dir(dir), data)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer rt.Close(ctx)
+	pkg, err := rt.Load(ctx, dir)
+	if err != nil {
+		log.Fatal(err)
+	}
+	res, err := callRetrying(ctx, pkg, runtime.CallRequest{Tool: "greet", Arguments: []byte(`{"name":"Ada"}`)})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer res.Release()
+	fmt.Println(rt.Sandbox().Workers, res.Outcome, res.View[0].Text)
+	// Output:
+	// true ok {"message":"Hello, Ada!"}
+}

@@ -39,6 +39,10 @@ func errorKind(doc map[string]any) string {
 }
 
 func TestSubakoHTTPThroughACall(t *testing.T) {
+	isolations(t, testSubakoHTTPThroughACall)
+}
+
+func testSubakoHTTPThroughACall(t *testing.T, newRT func(*limits.Limits) *Runtime) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/hello":
@@ -58,7 +62,7 @@ func TestSubakoHTTPThroughACall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt := newRuntime(t, nil)
+	rt := newRT(nil)
 	pkg := load(t, rt, makePackage(t, testguest.Go(t, guests+"httpprobe"), nil))
 
 	// Discovery has no network: the guest's probe was answered host_not_allowed.

@@ -99,9 +99,10 @@ type SandboxReport struct {
 	LandlockNet bool `json:"landlockNet"`
 	// Rlimits: core dumps are off and descriptors bounded.
 	Rlimits bool `json:"rlimits"`
-	// MemoryGuard is how a worker's memory ceiling is enforced: "cgroup"
-	// (cgroup v2 memory.max), "rss" (the parent watches the resident set)
-	// or "none".
+	// MemoryGuard is how a worker's memory ceiling is enforced: "rss"
+	// (the parent watches each worker's resident set and kills one past
+	// WorkerConfig.MemoryMax) or "none" (no ceiling, or no way to read a
+	// process's resident set on this system).
 	MemoryGuard string `json:"memoryGuard"`
 	// Missing has one line per layer that is not in force, saying why.
 	Missing []string `json:"missing,omitempty"`
@@ -119,8 +120,12 @@ func (r SandboxReport) Complete() bool { return r.Workers && len(r.Missing) == 0
 type WorkerError struct {
 	// Op is what was under way ("call greet", "load pkg").
 	Op string
-	// Reason is why the worker ended: "memory", "crashed", "protocol",
-	// "deadline" or "closed".
+	// Reason is why the worker ended: "memory" (past MemoryMax),
+	// "crashed" (on its own, signals included), "protocol" (killed for a
+	// malformed message), "deadline" (killed for another operation's
+	// overrun: an operation's own overrun is a crash "timeout"), or
+	// "replaced" (a Checked whose worker was replaced before Discover). A
+	// runtime that closes returns ErrClosed instead.
 	Reason string
 	// Status is how the process ended ("signal: killed",
 	// "exit status 2").
@@ -140,5 +145,7 @@ func (e *WorkerError) Error() string {
 func (e *WorkerError) Is(target error) bool { return target == ErrWorkerExited }
 
 // CodeWorkerExited is the Code of the CallEvent of a call a worker's end
-// cut off (Outcome OutcomeError).
+// cut off (Outcome OutcomeError), and the rejection code of an upload
+// whose checks ended their worker twice (each time on a fresh worker):
+// the module crashed the engine or took more memory than a worker may.
 const CodeWorkerExited = "worker_exited"

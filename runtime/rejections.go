@@ -86,6 +86,7 @@ type RejectionCode struct {
 // TestRejectionCodesAreComplete.
 func RejectionCodes(lim limits.Limits) []RejectionCode {
 	return []RejectionCode{
+		{Code: CodeWorkerExited, Stage: StageRead, EndsStage: true, Stops: StageCheck, Title: "checking the module leaves its worker process alive"},
 		{Code: CodeBadManifest, Stage: StageRead, Stops: StageCompile, Title: fmt.Sprintf("%s is JSON with \"abi\": 1", ManifestFile)},
 		{Code: CodeMissingModule, Stage: StageRead, Title: ModuleFile + " is present"},
 		{Code: CodeModuleTooLarge, Stage: StageRead, Title: fmt.Sprintf("%s is within the module size limit (%s)", ModuleFile, limits.HumanSize(lim.ModuleSize))},

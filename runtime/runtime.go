@@ -245,7 +245,11 @@ func (rt *Runtime) Close(ctx context.Context) error {
 		// The calls in flight end with ErrClosed as their contexts end
 		// (the engine's close); the workers then exit as their channels
 		// close, or are killed when ctx ends first.
-		<-instances
+		select {
+		case <-instances:
+		case <-ctx.Done():
+			// The pool's close kills what is left.
+		}
 		err := rt.workers.close(ctx)
 		rt.eng.Release()
 		return errors.Join(err, rt.wz.Close(ctx), rt.volumes.Close())

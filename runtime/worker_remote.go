@@ -20,6 +20,7 @@ import (
 	"github.com/subako/subako-runner/internal/instance"
 	"github.com/subako/subako-runner/internal/tmpvol"
 	"github.com/subako/subako-runner/internal/worker"
+	"github.com/subako/subako-runner/protocol"
 )
 
 // workers is a runtime's pool of worker processes (IsolationWorkers): the
@@ -39,12 +40,30 @@ type workers struct {
 	held    []int64  // estimated resident bytes of the packages each slot holds
 	evGen   []uint64 // generation whose events stream is open, per slot
 	evClose []func()
+	// evSeen is the last wireSync each slot's events stream delivered;
+	// evMoved is closed (and replaced) whenever one moves or a stream ends.
+	evSeen  []uint64
+	evMoved chan struct{}
 }
 
 // workerEnvVars are the parent's variables a worker inherits: the Go
 // runtime's own settings, never the embedder's secrets (a worker taken
 // over by its guest could read its environment).
-var workerEnvVars = []string{"GOGC", "GOMEMLIMIT", "GOMAXPROCS", "GODEBUG", "GOTRACEBACK", "GOCOVERDIR"}
+func workerEnvVars() []string {
+	return append([]string{"GOGC", "GOMEMLIMIT", "GOMAXPROCS", "GODEBUG", "GOTRACEBACK", "GOCOVERDIR"}, testEnvVars()...)
+}
+
+// workerEnviron is a worker's whole environment: its configuration and
+// the Go runtime's settings of this process, nothing else.
+func workerEnviron(config []byte) []string {
+	vars := []string{workerConfigEnv + "=" + string(config)}
+	for _, k := range workerEnvVars() {
+		if v, ok := os.LookupEnv(k); ok {
+			vars = append(vars, k+"="+v)
+		}
+	}
+	return vars
+}
 
 // startWorkers starts the pool of a runtime of IsolationWorkers.
 func startWorkers(ctx context.Context, cfg Config, env workerEnv, log *zap.Logger) (*workers, error) {
@@ -60,12 +79,7 @@ func startWorkers(ctx context.Context, cfg Config, env workerEnv, log *zap.Logge
 	if err != nil {
 		return nil, err
 	}
-	vars := []string{workerConfigEnv + "=" + string(doc)}
-	for _, k := range workerEnvVars {
-		if v, ok := os.LookupEnv(k); ok {
-			vars = append(vars, k+"="+v)
-		}
-	}
+	vars := workerEnviron(doc)
 	grace := wc.Grace
 	if grace <= 0 {
 		grace = time.Second
@@ -105,6 +119,8 @@ func startWorkers(ctx context.Context, cfg Config, env workerEnv, log *zap.Logge
 		log.Warn("worker sandbox incomplete: guests run in worker processes without these layers", zap.Strings("missing", w.report.Missing))
 	}
 	w.held = make([]int64, pool.Len())
+	w.evSeen = make([]uint64, pool.Len())
+	w.evMoved = make(chan struct{})
 	w.evGen = make([]uint64, pool.Len())
 	w.evClose = make([]func(), pool.Len())
 	return w, nil
@@ -166,9 +182,10 @@ func (w *workers) events(ctx context.Context, slot int) {
 		w.mu.Unlock()
 		return
 	}
-	w.evGen[slot], w.evClose[slot] = gen, st.Close
+	w.evGen[slot], w.evClose[slot], w.evSeen[slot] = gen, st.Close, 0
 	w.mu.Unlock()
 	go func() {
+		defer w.eventsMoved(slot, gen, 0, true)
 		for {
 			m, err := st.Recv()
 			if err != nil {
@@ -190,6 +207,13 @@ func (w *workers) events(ctx context.Context, slot int) {
 				if decodeWire(m, k, &e) == nil && w.progress != nil {
 					w.progress(e.Event)
 				}
+			case wireSync:
+				var seq wireSeq
+				if decodeWire(m, k, &seq) != nil {
+					s.KillProtocol()
+					return
+				}
+				w.eventsMoved(slot, gen, uint64(seq), false)
 			case wireInstance:
 				var e wireInstanceMsg
 				if decodeWire(m, k, &e) == nil && w.instObs != nil {
@@ -205,6 +229,76 @@ func (w *workers) events(ctx context.Context, slot int) {
 			}
 		}
 	}()
+}
+
+// eventsMoved records that slot's events stream of generation gen reached
+// seq, or ended, and wakes those waiting for it.
+func (w *workers) eventsMoved(slot int, gen, seq uint64, ended bool) {
+	w.mu.Lock()
+	if w.evGen[slot] == gen {
+		if ended {
+			w.evGen[slot] = 0
+		} else if seq > w.evSeen[slot] {
+			w.evSeen[slot] = seq
+		}
+	}
+	close(w.evMoved)
+	w.evMoved = make(chan struct{})
+	w.mu.Unlock()
+}
+
+// eventsLag bounds the wait for the events a worker announced: they were
+// sent before the announcement on an ordered stream, so only a worker that
+// lies (announcing events it never sends) makes the parent wait that long,
+// and it is killed for it.
+const eventsLag = 30 * time.Second
+
+// awaitEvents waits until slot's events stream has delivered every event
+// before the answer that carried seq (m, a wireSync), or has ended.
+func (w *workers) awaitEvents(ctx context.Context, slot int, m []byte) error {
+	var s wireSeq
+	if err := decodeWire(m, wireSync, &s); err != nil {
+		return err
+	}
+	seq := uint64(s)
+	lag := time.NewTimer(eventsLag)
+	defer lag.Stop()
+	for {
+		w.mu.Lock()
+		done := w.evGen[slot] == 0 || w.evSeen[slot] >= seq
+		moved := w.evMoved
+		w.mu.Unlock()
+		if done {
+			return nil
+		}
+		select {
+		case <-moved:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-lag.C:
+			return fmt.Errorf("%w: events announced (up to %d) were never sent", errMalformed, seq)
+		}
+	}
+}
+
+// recv is an operation's next message, past the wireSync before its
+// answer (once the events before it are delivered).
+func (w *workers) recv(ctx context.Context, slot int, st *worker.Stream) ([]byte, error) {
+	for {
+		m, err := st.Recv()
+		if err != nil {
+			return nil, err
+		}
+		if k, _ := wireKindOf(m); k != wireSync {
+			return m, nil
+		}
+		if err := w.awaitEvents(ctx, slot, m); err != nil {
+			if ctx.Err() == nil {
+				w.pool.Slot(slot).KillProtocol()
+			}
+			return nil, err
+		}
+	}
 }
 
 // remoteRef is what a Checked or Package of a runtime of IsolationWorkers
@@ -301,7 +395,7 @@ func (w *workers) call(ctx context.Context, slot int, op string, header []byte) 
 	defer st.Close()
 	stop := context.AfterFunc(ctx, st.Close)
 	defer stop()
-	m, err := st.Recv()
+	m, err := w.recv(ctx, slot, st)
 	if err != nil {
 		if cerr := canceled(ctx, op); cerr != nil {
 			return nil, 0, cerr
@@ -383,25 +477,12 @@ func workerErr(op string, err error) error {
 // derives itself: the tool list is validated again from the artifact's
 // raw tools, the hashes are the artifact's, checked by parseArtifact.
 func (rt *Runtime) remotePackage(slot int, gen uint64, m []byte, path string) (*Package, error) {
-	var wp wirePackage
-	if err := decodeWire(m, wireReply, &wp); err != nil {
+	r, err := parseRemotePackage(m)
+	if err != nil {
 		rt.workers.pool.Slot(slot).KillProtocol()
 		return nil, err
 	}
-	a, err := parseArtifact(wp.Artifact, wp.Metered)
-	if err != nil {
-		rt.workers.pool.Slot(slot).KillProtocol()
-		return nil, fmt.Errorf("%w: the worker's artifact: %v", errMalformed, err)
-	}
-	tools, discover, err := a.restore()
-	if err != nil {
-		rt.workers.pool.Slot(slot).KillProtocol()
-		return nil, fmt.Errorf("%w: %v", errMalformed, err)
-	}
-	var hash [32]byte
-	if _, err := hex.Decode(hash[:], []byte(a.ModuleSHA256)); err != nil {
-		return nil, fmt.Errorf("%w: module hash: %v", errMalformed, err)
-	}
+	wp, a, tools, discover, hash := r.wire, r.artifact, r.tools, r.discover, r.hash
 	src := &Source{Manifest: a.Manifest, HasAssets: a.HasAssets}
 	if info, err := os.Stat(path); err == nil && info.IsDir() {
 		src.Dir = path
@@ -418,15 +499,70 @@ func (rt *Runtime) remotePackage(slot int, gen uint64, m []byte, path string) (*
 	return p, nil
 }
 
+// uploadTries runs one step of an upload in a worker: when the worker
+// dies under it, once more on a fresh one (a neighbour's call may have
+// taken the memory), and when that one dies too the upload is rejected
+// as worker_exited: the module's checks end workers.
+func uploadTries[T any](ctx context.Context, op string, try func() (T, error)) (T, error) {
+	var zero T
+	var werr *WorkerError
+	for attempt := 0; ; attempt++ {
+		v, err := try()
+		if !errors.As(err, &werr) || ctx.Err() != nil {
+			return v, err
+		}
+		if attempt == 1 {
+			return zero, &RejectedError{Rejections: []Rejection{{Code: CodeWorkerExited,
+				Message: fmt.Sprintf("%s ended its worker process twice (%s, %s): the module crashes the engine, or needs more memory than a worker may have", op, werr.Reason, werr.Status)}}}
+		}
+	}
+}
+
+// remoteDescription is a worker's description of a package it holds, as
+// the parent checked it.
+type remoteDescription struct {
+	wire     wirePackage
+	artifact *Artifact
+	tools    *protocol.ToolSet
+	discover protocol.DiscoverResult
+	hash     [32]byte
+}
+
+// parseRemotePackage decodes and checks a worker's wirePackage: the
+// artifact's layout, integrity and metered hash (parseArtifact), its tool
+// list validated again, its module hash. Anything else is malformed.
+func parseRemotePackage(m []byte) (*remoteDescription, error) {
+	r := &remoteDescription{}
+	if err := decodeWire(m, wireReply, &r.wire); err != nil {
+		return nil, err
+	}
+	var err error
+	if r.artifact, err = parseArtifact(r.wire.Artifact, r.wire.Metered); err != nil {
+		return nil, fmt.Errorf("%w: the worker's artifact: %v", errMalformed, err)
+	}
+	if r.tools, r.discover, err = r.artifact.restore(); err != nil {
+		return nil, fmt.Errorf("%w: %v", errMalformed, err)
+	}
+	h, err := hex.DecodeString(r.artifact.ModuleSHA256)
+	if err != nil || len(h) != len(r.hash) {
+		return nil, fmt.Errorf("%w: the module hash %q", errMalformed, r.artifact.ModuleSHA256)
+	}
+	copy(r.hash[:], h)
+	return r, nil
+}
+
 // loadRemote is Load's work in a worker: checks, metering, compilation and
 // discovery all happen there.
 func (rt *Runtime) loadRemote(ctx context.Context, path string) (*Package, error) {
-	slot := rt.workers.pick()
-	m, gen, err := rt.workers.call(ctx, slot, "load "+path, encodeWire(wireLoad, wirePath{Path: path}))
-	if err != nil {
-		return nil, err
-	}
-	return rt.remotePackage(slot, gen, m, path)
+	op := "load " + path
+	return uploadTries(ctx, op, func() (*Package, error) {
+		slot := rt.workers.pick()
+		m, gen, err := rt.workers.call(ctx, slot, op, encodeWire(wireLoad, wirePath{Path: path}))
+		if err != nil {
+			return nil, err
+		}
+		return rt.remotePackage(slot, gen, m, path)
+	})
 }
 
 // openRemote is Open's work in a worker.
@@ -446,8 +582,13 @@ func (rt *Runtime) openRemote(ctx context.Context, a *Artifact, path string) (*P
 // validateRemote is Validate's work in a worker; the Checked it returns
 // lives as long as that worker does.
 func (rt *Runtime) validateRemote(ctx context.Context, path string) (*Checked, error) {
+	op := "validate " + path
+	return uploadTries(ctx, op, func() (*Checked, error) { return rt.validateOnce(ctx, op, path) })
+}
+
+func (rt *Runtime) validateOnce(ctx context.Context, op, path string) (*Checked, error) {
 	slot := rt.workers.pick()
-	m, gen, err := rt.workers.call(ctx, slot, "validate "+path, encodeWire(wireValidate, wirePath{Path: path}))
+	m, gen, err := rt.workers.call(ctx, slot, op, encodeWire(wireValidate, wirePath{Path: path}))
 	if err != nil {
 		return nil, err
 	}
@@ -461,10 +602,23 @@ func (rt *Runtime) validateRemote(ctx context.Context, path string) (*Checked, e
 		remote: &remoteRef{w: rt.workers, slot: slot, gen: gen, handle: wc.Handle}}, nil
 }
 
-// discoverRemote is Discover's work in the worker that holds c.
+// discoverRemote is Discover's work in the worker that holds c. A worker
+// that dies under it is the module's doing or a neighbour's: either way c
+// is gone with it, so the verdict is uploadTries' (the caller validates
+// again to try again).
 func (rt *Runtime) discoverRemote(ctx context.Context, c *Checked, path string) (*Package, error) {
-	ref := c.remote
 	op := "discover " + path
+	p, err := rt.discoverOnce(ctx, c, op, path)
+	var werr *WorkerError
+	if errors.As(err, &werr) && ctx.Err() == nil {
+		return nil, &RejectedError{Rejections: []Rejection{{Code: CodeWorkerExited,
+			Message: fmt.Sprintf("%s ended its worker process (%s, %s): the module crashes the engine, or needs more memory than a worker may have", op, werr.Reason, werr.Status)}}}
+	}
+	return p, err
+}
+
+func (rt *Runtime) discoverOnce(ctx context.Context, c *Checked, op, path string) (*Package, error) {
+	ref := c.remote
 	st, err := ref.stream(ctx, op, func(h uint64) []byte { return encodeWire(wireDiscover, wireHandleReq{Handle: h, Path: path}) })
 	if err != nil {
 		return nil, err
@@ -472,7 +626,7 @@ func (rt *Runtime) discoverRemote(ctx context.Context, c *Checked, path string) 
 	defer st.Close()
 	stop := context.AfterFunc(ctx, st.Close)
 	defer stop()
-	m, err := st.Recv()
+	m, err := rt.workers.recv(ctx, ref.slot, st)
 	if err != nil {
 		if cerr := canceled(ctx, op); cerr != nil {
 			return nil, cerr
@@ -513,7 +667,7 @@ func newWorkerRuntime(ctx context.Context, rt *Runtime, cfg Config, compileWorke
 	rt.meterings = newMeteringRecords("")
 	rt.compiler = compile.New(compile.Config{Runtime: rt.wz, ScratchDir: volumes.Dir(), Workers: compileWorkers, Log: rt.log,
 		IsClosed: rt.eng.IsClosed, Closed: ErrClosed, Phase: phase})
-	env := workerEnv{Limits: rt.limits, CacheDir: cacheDir, TempDir: volumes.Dir(), CompilationWorkers: compileWorkers,
+	env := workerEnv{Limits: rt.limits, CacheDir: cacheDir, StrictCache: cfg.StrictCompilationCache, TempDir: volumes.Dir(), CompilationWorkers: compileWorkers,
 		ReadOnly: cfg.Workers.ReadOnly, ReadWrite: cfg.Workers.ReadWrite,
 		Trace: cfg.Trace != nil, Progress: cfg.Progress != nil}
 	_, env.Instances = cfg.Observer.(InstanceObserver)

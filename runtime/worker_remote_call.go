@@ -109,7 +109,7 @@ func (rs *remoteSession) exchange(m []byte) ([]byte, error) {
 // the reply, or the error that ended the operation.
 func (rs *remoteSession) drive(w *workers, slot int, st *worker.Stream, out func(kind wireKind, m []byte) error) ([]byte, error) {
 	for {
-		m, err := st.Recv()
+		m, err := w.recv(rs.ctx, slot, st)
 		if err != nil {
 			return nil, err
 		}
@@ -137,6 +137,26 @@ func (rs *remoteSession) drive(w *workers, slot int, st *worker.Stream, out func
 			}
 		}
 	}
+}
+
+// ownLimits is lim as a call's header carries it: nil when they are the
+// runtime's own, which the worker has.
+func (rt *Runtime) ownLimits(lim limits.Limits) *limits.Limits {
+	if lim == rt.limits {
+		return nil
+	}
+	return &lim
+}
+
+// killedForItsTime reports whether err is the end of a worker the parent
+// killed for this operation's time: the kill was for a deadline, and this
+// operation's own limit and the grace had passed. Another call's overrun
+// ends the worker's other calls too, and those are not timeouts of
+// theirs: they get the *WorkerError of any other death.
+func (rs *remoteSession) killedForItsTime(err error, w *workers, limit time.Duration) bool {
+	var exit *worker.ExitError
+	return errors.As(err, &exit) && exit.Reason == worker.ExitDeadline &&
+		!time.Now().Before(rs.start.Add(limit+w.grace))
 }
 
 // interrupted is the error of a remote operation the caller's context or
@@ -173,7 +193,7 @@ func (p *Package) callRemote(ctx context.Context, req CallRequest, lim limits.Li
 	defer rs.close()
 	header := func(h uint64) []byte {
 		return encodeWire(wireCall, wireCallReq{Handle: h, Tool: tool, Arguments: req.Arguments, Tmp: res.TmpDir, Data: req.Data, Skills: req.Skills,
-			Limits: lim, Network: req.Network != nil})
+			Limits: p.rt.ownLimits(lim), Network: req.Network != nil})
 	}
 	ref := p.checked.remote
 	st, err := ref.stream(rs.ctx, what, header)
@@ -196,8 +216,7 @@ func (p *Package) callRemote(ctx context.Context, req CallRequest, lim limits.Li
 	if ierr := rs.interrupted(ctx, what); ierr != nil {
 		return ierr
 	}
-	var exit *worker.ExitError
-	if errors.As(err, &exit) && exit.Reason == worker.ExitDeadline {
+	if rs.killedForItsTime(err, p.rt.workers, lim.CallTimeout) {
 		// The guest ran past its limit and the worker did not end it: the
 		// call's verdict is the one the in-process runtime gives.
 		res.Stats = Stats{Duration: time.Since(rs.start)}
@@ -267,7 +286,7 @@ func (p *Package) probeRemote(ctx context.Context, pr Probe, req CallRequest, tm
 	}
 	ref := p.checked.remote
 	st, err := ref.stream(rs.ctx, what, func(h uint64) []byte {
-		return encodeWire(wireProbe, wireCallReq{Handle: h, Tmp: tmp, Data: req.Data, Skills: req.Skills, Limits: lim, Network: req.Network != nil,
+		return encodeWire(wireProbe, wireCallReq{Handle: h, Tmp: tmp, Data: req.Data, Skills: req.Skills, Limits: p.rt.ownLimits(lim), Network: req.Network != nil,
 			Messages: msgs, Discovery: pr.Discovery})
 	})
 	if err != nil {
@@ -288,8 +307,7 @@ func (p *Package) probeRemote(ctx context.Context, pr Probe, req CallRequest, tm
 	if ierr := rs.interrupted(ctx, what); ierr != nil {
 		return nil, ierr
 	}
-	var exit *worker.ExitError
-	if errors.As(err, &exit) && exit.Reason == worker.ExitDeadline {
+	if rs.killedForItsTime(err, p.rt.workers, timeout+lim.ExitTimeout) {
 		return &ProbeResult{Crash: &Crash{Reason: CrashTimeout, Message: "the module ran past its time limit and did not stop; its worker process was killed"},
 			Stats: Stats{Duration: time.Since(rs.start)}}, nil
 	}
@@ -387,8 +405,7 @@ func (rt *Runtime) commandRemote(ctx context.Context, path string, cmd Command, 
 	if ierr := rs.interrupted(ctx, what); ierr != nil {
 		return nil, ierr
 	}
-	var exit *worker.ExitError
-	if errors.As(err, &exit) && exit.Reason == worker.ExitDeadline {
+	if rs.killedForItsTime(err, rt.workers, lim.CompileTimeout+lim.CallTimeout) {
 		return &CommandResult{Crash: &Crash{Reason: CrashTimeout, Message: "the module ran past its time limit and did not stop; its worker process was killed"},
 			Stats: Stats{Duration: time.Since(rs.start)}}, nil
 	}

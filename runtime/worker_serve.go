@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"runtime/debug"
 	"sync"
 
 	"go.uber.org/zap"
@@ -52,7 +54,9 @@ func serveWorker(ch *os.File) error {
 	if env.CacheDir != "" {
 		rw = append(rw, env.CacheDir)
 	}
-	rep, err := sandbox.Enter(sandbox.Config{ReadOnly: env.ReadOnly, ReadWrite: rw})
+	sc := sandbox.Config{ReadOnly: env.ReadOnly, ReadWrite: rw}
+	testSandboxKnobs(&sc)
+	rep, err := sandbox.Enter(sc)
 	if err != nil {
 		return fmt.Errorf("entering the sandbox: %w", err)
 	}
@@ -62,13 +66,14 @@ func serveWorker(ch *os.File) error {
 	w := &workerServer{pkgs: map[uint64]*Package{}, checked: map[uint64]*Checked{}}
 	lim := env.Limits
 	cfg := Config{
-		Logger:              zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.Lock(os.Stderr), zap.WarnLevel)),
-		Limits:              &lim,
-		CompilationCacheDir: env.CacheDir,
-		TempDir:             env.TempDir,
-		MaxInstances:        -1, // the parent admits
-		CompilationWorkers:  env.CompilationWorkers,
-		Observer:            workerObserver{w: w, instances: env.Instances},
+		Logger:                 zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.Lock(os.Stderr), zap.WarnLevel)),
+		Limits:                 &lim,
+		CompilationCacheDir:    env.CacheDir,
+		StrictCompilationCache: env.StrictCache,
+		TempDir:                env.TempDir,
+		MaxInstances:           -1, // the parent admits
+		CompilationWorkers:     env.CompilationWorkers,
+		Observer:               workerObserver{w: w, instances: env.Instances},
 	}
 	if env.Trace {
 		cfg.Trace = func(e TraceEvent) { w.event(wireTrace, wireTraceMsg{Event: e}) }
@@ -80,6 +85,7 @@ func serveWorker(ch *os.File) error {
 		return err
 	}
 	defer w.rt.Close(ctx)
+	w.applyTestKnobs()
 	hello := encodeWire(wireReply, report)
 	return worker.Serve(ctx, ch, hello, w.handle)
 }
@@ -94,6 +100,25 @@ type workerServer struct {
 	pkgs    map[uint64]*Package
 	checked map[uint64]*Checked
 	events  *worker.Stream // the parent's events stream, if it opened one
+	seq     uint64         // the last wireSync sent on it
+}
+
+// syncEvents marks the events stream's position (wireSync) and returns
+// its number; 0 without an events stream.
+func (w *workerServer) syncEvents() uint64 {
+	w.mu.Lock()
+	s := w.events
+	if s == nil {
+		w.mu.Unlock()
+		return 0
+	}
+	w.seq++
+	seq := w.seq
+	w.mu.Unlock()
+	if s.Send(encodeWire(wireSync, wireSeq(seq))) != nil {
+		return 0
+	}
+	return seq
 }
 
 // event sends one event on the events stream; without one it is dropped.
@@ -136,12 +161,23 @@ type eventSinkKey struct{}
 
 func (w *workerServer) handle(ctx context.Context, header []byte, s *worker.Stream) {
 	reply, err := w.serve(ctx, header, s)
+	if seq := w.syncEvents(); seq != 0 {
+		s.Send(encodeWire(wireSync, wireSeq(seq)))
+	}
 	if err != nil {
 		s.Send(encodeWire(wireError, failureOf(err)))
 	} else if reply != nil {
 		s.Send(reply)
 	}
 	s.CloseSend()
+	if k, _ := wireKindOf(header); k == wireLoad || k == wireOpen || k == wireValidate || k == wireDiscover {
+		// A compilation leaves tens of MiB of garbage (the SDK's module:
+		// hundreds) that the collector, at the high GOGC a worker runs
+		// with, would keep resident until much later: what a worker costs
+		// at rest is its code and packages, not its last upload's garbage.
+		// Off the answer's path: the parent has it already.
+		debug.FreeOSMemory()
+	}
 }
 
 func (w *workerServer) serve(ctx context.Context, header []byte, s *worker.Stream) ([]byte, error) {
@@ -240,8 +276,7 @@ func (w *workerServer) serve(ctx context.Context, header []byte, s *worker.Strea
 		if p == nil {
 			return nil, fmt.Errorf("no package %d in this worker", req.Handle)
 		}
-		lim := req.Limits
-		creq := CallRequest{Tool: req.Tool, Arguments: req.Arguments, Tmp: req.Tmp, Data: req.Data, Skills: req.Skills, Limits: &lim}
+		creq := CallRequest{Tool: req.Tool, Arguments: req.Arguments, Tmp: req.Tmp, Data: req.Data, Skills: req.Skills, Limits: req.Limits}
 		if req.Network {
 			creq.exchange = streamExchange(s, nil)
 		}
@@ -425,6 +460,8 @@ func failureOf(err error) wireFailure {
 		f.Kind = "closed"
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		f.Kind = "canceled"
+	case errors.Is(err, fs.ErrPermission):
+		f.Message += " (a worker process may read only the directories of WorkerConfig.ReadOnly and ReadWrite: add the package's, or the volume's, there)"
 	}
 	return f
 }

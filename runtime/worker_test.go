@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/subako/subako-runner/internal/devtools/testguest"
 	"github.com/subako/subako-runner/limits"
 )
 
@@ -27,13 +28,30 @@ func newWorkerRT(t testing.TB, lim *limits.Limits, cfg Config) *Runtime {
 	if cfg.Workers.Count == 0 {
 		cfg.Workers.Count = 1
 	}
-	cfg.Workers.ReadOnly = append(cfg.Workers.ReadOnly, testdata, os.TempDir())
+	guestCache := testguest.CacheDir()
+	if err := os.MkdirAll(guestCache, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Workers.ReadOnly = append(cfg.Workers.ReadOnly, testdata, guestCache)
+	// The tests' packages and volumes are in temporary directories.
+	cfg.Workers.ReadWrite = append(cfg.Workers.ReadWrite, os.TempDir())
 	rt, err := New(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { rt.Close(context.Background()) })
 	return rt
+}
+
+// isolations runs f once with an in-process runtime and once with a
+// runtime of IsolationWorkers: a test of behaviour the two must share.
+func isolations(t *testing.T, f func(t *testing.T, newRT func(lim *limits.Limits) *Runtime)) {
+	t.Run("in-process", func(t *testing.T) {
+		f(t, func(lim *limits.Limits) *Runtime { return newRuntime(t, lim) })
+	})
+	t.Run("workers", func(t *testing.T) {
+		f(t, func(lim *limits.Limits) *Runtime { return newWorkerRT(t, lim, Config{}) })
+	})
 }
 
 func TestWorkerCallMatchesInProcess(t *testing.T) {
@@ -66,5 +84,10 @@ func TestWorkerSandboxReport(t *testing.T) {
 	}
 	if rt2 := newRuntime(t, nil); rt2.Sandbox().Workers {
 		t.Fatal("an in-process runtime reports workers")
+	}
+	// RequireSandbox holds New to what the report says.
+	strict := newWorkerRT(t, nil, Config{Workers: WorkerConfig{RequireSandbox: r.Complete()}})
+	if !strict.Sandbox().Complete() && r.Complete() {
+		t.Fatal("RequireSandbox let an incomplete sandbox through")
 	}
 }

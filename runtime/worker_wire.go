@@ -53,15 +53,27 @@ const (
 
 	wireReply // worker → parent: the operation's final answer
 	wireError // worker → parent: the operation's failure
+
+	// wireSync (worker → parent) carries a sequence number on both an
+	// operation's stream, just before its answer, and the events stream:
+	// the parent hands the answer back only once the events before it
+	// (trace lines, progress) have reached the runtime's hooks.
+	wireSync
 )
 
 // maxWireKind bounds the kinds a decoder accepts.
-const maxWireKind = wireError
+const maxWireKind = wireSync
 
 // encodeWire is one message: kind and v's gob encoding. It panics only on
 // a type gob cannot encode, which is a programming error caught by every
 // test that sends the kind.
 func encodeWire(kind wireKind, v any) []byte {
+	if c, ok := v.(wireCodec); ok {
+		w := wbuf{b: make([]byte, 1, 256)}
+		w.b[0] = byte(kind)
+		c.putWire(&w)
+		return w.b
+	}
 	var b bytes.Buffer
 	b.WriteByte(byte(kind))
 	if v != nil {
@@ -99,6 +111,17 @@ func decodeWire(m []byte, want wireKind, v any) error {
 		}
 		return nil
 	}
+	if d, ok := v.(wireDecoder); ok {
+		r := rbuf{b: m[1:]}
+		d.getWire(&r)
+		if r.err == nil && len(r.b) > 0 {
+			r.err = errors.New("data after the message")
+		}
+		if r.err != nil {
+			return fmt.Errorf("%w: kind %d: %v", errMalformed, k, r.err)
+		}
+		return nil
+	}
 	if err := gob.NewDecoder(bytes.NewReader(m[1:])).Decode(v); err != nil {
 		return fmt.Errorf("%w: %v", errMalformed, err)
 	}
@@ -111,6 +134,7 @@ func decodeWire(m []byte, want wireKind, v any) error {
 type workerEnv struct {
 	Limits             limits.Limits
 	CacheDir           string
+	StrictCache        bool
 	TempDir            string
 	CompilationWorkers int
 	ReadOnly           []string
@@ -147,8 +171,10 @@ type wireCallReq struct {
 	Tool              string
 	Arguments         []byte
 	Tmp, Data, Skills string
-	Limits            limits.Limits
-	Network           bool // the parent holds a policy: exchange requests with it
+	// Limits are the call's when they differ from the runtime's (which the
+	// worker's runtime has); nil otherwise.
+	Limits  *limits.Limits
+	Network bool // the parent holds a policy: exchange requests with it
 	// Messages and Discovery are a probe's.
 	Messages  [][]byte
 	Discovery bool

@@ -98,6 +98,9 @@ type Compiler struct {
 	closedErr        error
 	known            func([32]byte) bool
 	phase            func(context.Context, string) func()
+	// unmetered is only ever set by test builds (tag subakoprobe,
+	// unmetered_probe.go): modules then run without either metering line.
+	unmetered atomic.Bool
 
 	// compiling counts the compilations in flight; Close waits for them.
 	compiling sync.WaitGroup

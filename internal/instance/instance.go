@@ -133,16 +133,12 @@ func (eng *Engine) Start(ctx context.Context, spec Spec) (*Instance, error) {
 	}
 	lim := spec.Limits
 	in.Budget = limits.NewCallBudget(lim)
-	in.HTTP = subakohttp.NewCall(subakohttp.CallConfig{
-		Policy: spec.Network, Files: in.Files(), Budget: in.Budget, Limits: lim, Logger: spec.Log,
-	})
+	httpCfg := subakohttp.CallConfig{Policy: spec.Network, Files: in.Files(), Budget: in.Budget, Limits: lim, Logger: spec.Log}
 	if ex := spec.Exchange; ex != nil {
 		budget := in.Budget
-		in.HTTP = subakohttp.NewCall(subakohttp.CallConfig{
-			Policy: spec.Network, Budget: in.Budget, Limits: lim, Logger: spec.Log,
-			Exchange: func(ctx context.Context, request []byte) []byte { return ex(ctx, request, budget) },
-		})
+		httpCfg.Exchange = func(ctx context.Context, request []byte) []byte { return ex(ctx, request, budget) }
 	}
+	in.HTTP = subakohttp.NewCall(httpCfg)
 	var stderr io.Writer
 	if spec.Session {
 		in.stderr = newStderrTail(lim.StderrTail, spec.Log)

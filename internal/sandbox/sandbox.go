@@ -22,6 +22,10 @@ type Config struct {
 	// test can prove that the Report tells what is really in force. It
 	// is unexported so that no embedder can turn a layer off.
 	skipLandlock bool
+	// skipSeccomp leaves seccomp out, so that a test can see what
+	// Landlock alone refuses (its network rules, which seccomp would
+	// otherwise hide by refusing socket first).
+	skipSeccomp bool
 }
 
 // Report says which layers are in force, for the embedder to read and to

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
@@ -31,6 +33,10 @@ func Enter(cfg Config) (Report, error) {
 		return Report{}, err
 	}
 	var r Report
+
+	// The runtime loads the local time zone on first use, from
+	// /etc/localtime, which Landlock is about to refuse.
+	time.Now().Zone()
 
 	if err := setRlimits(cfg.maxFiles()); err != nil {
 		r.Missing = append(r.Missing, "rlimits: "+err.Error())
@@ -67,12 +73,15 @@ func Enter(cfg Config) (Report, error) {
 	// processes of the same user can no longer ptrace the worker or
 	// open its /proc files. Done before seccomp, which refuses prctl
 	// options other than the harmless ones.
-	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil && r.Rlimits {
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
 		r.Rlimits = false
 		r.Missing = append(r.Missing, "rlimits: prctl(PR_SET_DUMPABLE, 0): "+err.Error())
 	}
 
-	n, err := enterSeccomp()
+	n, err := 0, errors.New("turned off for this test")
+	if !cfg.skipSeccomp {
+		n, err = enterSeccomp()
+	}
 	if err != nil {
 		r.Missing = append(r.Missing, "seccomp: "+err.Error())
 	} else {
@@ -93,7 +102,7 @@ func Enter(cfg Config) (Report, error) {
 func dropLayer(missing []string, prefix string) []string {
 	out := missing[:0]
 	for _, m := range missing {
-		if len(m) < len(prefix) || m[:len(prefix)] != prefix {
+		if !strings.HasPrefix(m, prefix) {
 			out = append(out, m)
 		}
 	}

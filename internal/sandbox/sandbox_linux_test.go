@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/elastic/go-seccomp-bpf/arch"
 	"github.com/tetratelabs/wazero"
 	"golang.org/x/sys/unix"
 )
@@ -65,15 +66,18 @@ func outcome(err error) string {
 func runChild(mode string) int {
 	ro, rw := os.Getenv(envRO), os.Getenv(envRW)
 	cfg := Config{ReadOnly: []string{ro}, ReadWrite: []string{rw}, MaxFiles: childFiles}
-	if mode == "nolandlock" {
+	switch mode {
+	case "nolandlock":
 		cfg.skipLandlock = true
+	case "noseccomp":
+		cfg.skipSeccomp = true
 	}
 
 	// Threads that exist before Enter, each pinned to its goroutine, so
 	// the checks below run on OS threads that Enter itself did not run on.
 	const pinned = 8
 	start := make(chan struct{})
-	type threadResult struct{ open, socket string }
+	type threadResult struct{ open, socket, nnp string }
 	threadResults := make(chan threadResult, pinned)
 	ready := make(chan struct{}, pinned)
 	for range pinned {
@@ -85,8 +89,15 @@ func runChild(mode string) int {
 			if err == nil {
 				f.Close()
 			}
-			_, serr := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
-			threadResults <- threadResult{outcome(err), outcome(serr)}
+			fd, serr := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
+			if serr == nil {
+				syscall.Close(fd)
+			}
+			nnp, nerr := unix.PrctlRetInt(unix.PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0)
+			if nerr == nil && nnp != 1 {
+				nerr = fmt.Errorf("no_new_privs %d", nnp)
+			}
+			threadResults <- threadResult{outcome(err), outcome(serr), outcome(nerr)}
 		}()
 	}
 	for range pinned {
@@ -121,14 +132,49 @@ func runChild(mode string) int {
 	check := func(name string, f func() error) { checks[name] = outcome(f()) }
 
 	close(start)
-	var threadOpen, threadSocket []string
+	var threadOpen, threadSocket, threadNNP []string
 	for range pinned {
 		r := <-threadResults
 		threadOpen = append(threadOpen, r.open)
 		threadSocket = append(threadSocket, r.socket)
+		threadNNP = append(threadNNP, r.nnp)
 	}
 	checks["threads/open_etc_passwd"] = same(threadOpen)
 	checks["threads/socket"] = same(threadSocket)
+	checks["threads/no_new_privs"] = same(threadNNP)
+	// The pinned threads ended with their goroutines (they exit still
+	// locked), so these run on threads started after Enter, which must
+	// inherit every layer.
+	check("new_threads", func() error {
+		var wg sync.WaitGroup
+		hold := make(chan struct{})
+		results := make(chan string, pinned)
+		for range pinned {
+			wg.Go(func() {
+				runtime.LockOSThread()
+				f, err := os.Open("/etc/passwd")
+				if err == nil {
+					f.Close()
+				}
+				fd, serr := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
+				if serr == nil {
+					syscall.Close(fd)
+				}
+				results <- outcome(err) + "/" + outcome(serr)
+				<-hold // every goroutine keeps its own thread
+			})
+		}
+		var got []string
+		for range pinned {
+			got = append(got, <-results)
+		}
+		close(hold)
+		wg.Wait()
+		if o := same(got); o != "EACCES/EPERM" {
+			return errors.New(o)
+		}
+		return nil
+	})
 
 	// Work a worker does.
 	a, sub := filepath.Join(rw, "a"), filepath.Join(rw, "sub")
@@ -229,6 +275,13 @@ func runChild(mode string) int {
 		}
 		return nil
 	})
+	check("not_dumpable", func() error {
+		d, err := unix.PrctlRetInt(unix.PR_GET_DUMPABLE, 0, 0, 0, 0)
+		if err == nil && d != 0 {
+			return fmt.Errorf("dumpable %d", d)
+		}
+		return err
+	})
 	check("rlimit_core", func() error {
 		var l unix.Rlimit
 		if err := unix.Getrlimit(unix.RLIMIT_CORE, &l); err != nil {
@@ -254,6 +307,32 @@ func runChild(mode string) int {
 			c.Close()
 		}
 		return err
+	})
+	check("tcp_bind_port", func() error {
+		// The parent's port: EADDRINUSE if the bind got as far as
+		// the network stack, EACCES if Landlock stopped it.
+		ln, err := net.Listen("tcp", os.Getenv(envAddr))
+		if err == nil {
+			ln.Close()
+		}
+		return err
+	})
+	check("tcp_bind_ephemeral", func() error {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err == nil {
+			ln.Close()
+		}
+		return err
+	})
+	check("clone_thread_newuser", func() error {
+		// Refused by the filter (EPERM) before the kernel would
+		// refuse the flags itself (EINVAL).
+		flags := syscall.CLONE_THREAD | syscall.CLONE_SIGHAND | syscall.CLONE_VM | syscall.CLONE_NEWUSER
+		_, _, e := syscall.RawSyscall6(syscall.SYS_CLONE, uintptr(flags), 0, 0, 0, 0, 0)
+		if e != 0 {
+			return e
+		}
+		return nil
 	})
 	check("socket_unix", func() error {
 		fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
@@ -453,6 +532,8 @@ func TestEnter(t *testing.T) {
 	want := map[string]string{
 		"threads/open_etc_passwd": "EACCES",
 		"threads/socket":          "EPERM",
+		"threads/no_new_privs":    "ok",
+		"new_threads":             "ok",
 		"rw/create_write":         "ok",
 		"rw/mkdir":                "ok",
 		"rw/rename_across_dirs":   "ok",
@@ -472,19 +553,23 @@ func TestEnter(t *testing.T) {
 		"channel_fd3":             "ok",
 		"rlimit_nofile":           "ok",
 		"rlimit_core":             "ok",
+		"not_dumpable":            "ok",
 
-		"open_etc_passwd": "EACCES", // Landlock
-		"tcp_connect":     "EPERM",  // seccomp refuses socket()
-		"socket_unix":     "EPERM",
-		"socketpair":      "EPERM",
-		"execve":          "EPERM",
-		"fork_exec":       "EPERM", // clone without CLONE_THREAD
-		"open_parent_mem": "EACCES",
-		"ro/write":        "EACCES",
-		"ro/chmod":        "EPERM", // chmod by path is not in the allowlist
-		"kill_parent":     "EPERM",
-		"raise_nofile":    "EPERM",
-		"ioctl_tiocsti":   "EPERM",
+		"open_etc_passwd":      "EACCES", // Landlock
+		"tcp_connect":          "EPERM",  // seccomp refuses socket()
+		"tcp_bind_port":        "EPERM",
+		"tcp_bind_ephemeral":   "EPERM",
+		"clone_thread_newuser": "EPERM",
+		"socket_unix":          "EPERM",
+		"socketpair":           "EPERM",
+		"execve":               "EPERM",
+		"fork_exec":            "EPERM", // clone without CLONE_THREAD
+		"open_parent_mem":      "EACCES",
+		"ro/write":             "EACCES",
+		"ro/chmod":             "EPERM", // chmod by path is not in the allowlist
+		"kill_parent":          "EPERM",
+		"raise_nofile":         "EPERM",
+		"ioctl_tiocsti":        "EPERM",
 	}
 	for name, w := range want {
 		t.Run(name, func(t *testing.T) {
@@ -544,6 +629,57 @@ func TestEnterWithoutLandlock(t *testing.T) {
 	}
 }
 
+// TestEnterWithoutSeccomp runs Landlock without seccomp in front of it:
+// its network rules must refuse TCP connect and bind on their own, and
+// the Report must say seccomp is missing.
+func TestEnterWithoutSeccomp(t *testing.T) {
+	ln, err := net.ListenTCP("tcp", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	out, res, err := child(t, "noseccomp", ln.Addr().String())
+	if err != nil || res == nil {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	rep := res.Report
+	if rep.Complete() || rep.Seccomp || rep.SeccompSyscalls != 0 {
+		t.Errorf("Report claims seccomp: %+v", rep)
+	}
+	if !strings.Contains(strings.Join(rep.Missing, "\n"), "seccomp:") {
+		t.Errorf("Missing does not list seccomp: %q", rep.Missing)
+	}
+	if rep.Landlock < 4 || !rep.LandlockNet {
+		t.Skipf("SKIPPED: this kernel's Landlock (ABI %d) has no network rules to test", rep.Landlock)
+	}
+	want := map[string]string{
+		"tcp_connect":   "EACCES", // Landlock's network rules
+		"tcp_bind_port": "EACCES",
+		// Landlock (ABI 7 here) lets a bind to port 0 through, and
+		// never governs listen: only seccomp keeps a worker from
+		// serving on an ephemeral port.
+		"tcp_bind_ephemeral":      "ok",
+		"socket_unix":             "ok", // only seccomp refuses sockets
+		"open_etc_passwd":         "EACCES",
+		"threads/open_etc_passwd": "EACCES",
+		"threads/no_new_privs":    "ok",    // set by psx alone here
+		"kill_parent":             "EPERM", // Landlock's signal scope (ABI 6)
+		"open_parent_mem":         "EACCES",
+		"rw/rename_across_dirs":   "ok",
+	}
+	if rep.Landlock < 6 {
+		delete(want, "kill_parent") // no signal scoping before ABI 6
+	}
+	for name, w := range want {
+		if got := res.Checks[name]; got != w {
+			t.Errorf("%s: got %q, want %q", name, got, w)
+		}
+	}
+	if err := acceptNow(t, ln); !errors.Is(err, syscall.EAGAIN) {
+		t.Errorf("listener saw a connection from the sandbox (accept: %v)", err)
+	}
+}
+
 // TestEnterKills checks the calls that end the process rather than fail.
 func TestEnterKills(t *testing.T) {
 	for _, mode := range []string{"kill-ptrace", "kill-unshare"} {
@@ -584,6 +720,46 @@ func TestConfigErrors(t *testing.T) {
 	var l unix.Rlimit
 	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &l); err != nil || l.Cur == childFiles {
 		t.Errorf("a refused Config changed RLIMIT_NOFILE: %+v %v", l, err)
+	}
+}
+
+// TestPolicyNames checks that every syscall name outside the legacy
+// lists exists on both architectures the filter is written for, so that
+// none is silently dropped, and that the filter assembles on each.
+func TestPolicyNames(t *testing.T) {
+	for _, name := range []string{"amd64", "arm64"} {
+		info, err := arch.GetInfo(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range append(append([]string(nil), allowed...), killed...) {
+			if _, ok := info.SyscallNames[n]; !ok {
+				t.Errorf("%s has no syscall %q", name, n)
+			}
+		}
+		if _, ok := info.SyscallNames["newfstatat"]; !ok {
+			if _, ok := info.SyscallNames["fstatat"]; !ok {
+				t.Errorf("%s allows no fstatat", name)
+			}
+		}
+		p, size, err := policyFor(info, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if name == runtime.GOARCH {
+			// The library assembles for the running architecture
+			// only.
+			if _, err := p.Assemble(); err != nil {
+				t.Errorf("%s: %v", name, err)
+			}
+		}
+		t.Logf("%s: %d syscalls allowed", name, size)
+	}
+	amd64, _ := arch.GetInfo("amd64")
+	for _, n := range append(append([]string(nil), allowedLegacy...), killedLegacy...) {
+		if _, ok := amd64.SyscallNames[n]; !ok && n != "fstatat" {
+			t.Errorf("amd64 has no legacy syscall %q", n)
+		}
 	}
 }
 

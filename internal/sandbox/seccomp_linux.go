@@ -18,8 +18,8 @@ import (
 // code (mmap and mprotect with PROT_EXEC), WASI preview 1 on the
 // directories Landlock leaves open (the *at family, on descriptors), and
 // I/O on descriptors the worker already holds (its socketpair at fd 3).
-// Every name must exist on every architecture the package builds the
-// filter for (amd64, arm64); legacy names are in allowedLegacy.
+// Every name exists on amd64 and arm64; legacy names are in
+// allowedLegacy.
 var allowed = []string{
 	// memory
 	"mmap", "munmap", "mprotect", "madvise", "mremap", "brk", "mincore",
@@ -47,7 +47,7 @@ var allowed = []string{
 	"close", "close_range", "dup", "dup3", "fcntl", "lseek",
 	"sendfile", "splice", "copy_file_range",
 	// files, by descriptor or beneath the directories Landlock allows
-	"openat", "openat2", "fstat", "newfstatat", "statx", "fstatfs", "getdents64",
+	"openat", "openat2", "fstat", "statx", "fstatfs", "getdents64",
 	"mkdirat", "unlinkat", "renameat", "renameat2", "linkat", "symlinkat",
 	"readlinkat", "faccessat", "faccessat2", "fchmod", "utimensat",
 	"ftruncate", "truncate", "fallocate", "fsync", "fdatasync", "flock", "getcwd",
@@ -57,10 +57,13 @@ var allowed = []string{
 }
 
 // allowedLegacy are the older forms of calls in allowed, kept by some
-// architectures only (amd64 has them, arm64 does not). The Go runtime
-// and glibc still use a few of them (open, epoll_wait, pipe, dup2...);
-// Landlock checks them exactly like their *at forms.
+// architectures only (amd64 has them, arm64 does not), and calls whose
+// name differs between architectures (fstatat is newfstatat on amd64).
+// The Go runtime and glibc still use a few of the old forms (open,
+// epoll_wait, pipe, dup2...); Landlock checks them exactly like their *at
+// forms.
 var allowedLegacy = []string{
+	"newfstatat", "fstatat",
 	"open", "stat", "lstat", "access", "readlink", "pipe", "dup2", "poll", "select",
 	"epoll_wait", "epoll_create", "mkdir", "rmdir", "unlink", "rename", "link",
 	"symlink", "getdents", "time", "arch_prctl",
@@ -159,20 +162,36 @@ func policy(pid int) (seccomp.Policy, int, error) {
 	if err != nil {
 		return seccomp.Policy{}, 0, err
 	}
-	has := func(name string) bool { _, ok := info.SyscallNames[name]; return ok }
-	allow := append([]string(nil), allowed...)
-	for _, n := range allowedLegacy {
-		if has(n) {
-			allow = append(allow, n)
+	return policyFor(info, pid)
+}
+
+// policyFor builds the filter for one architecture. A name the
+// architecture lacks is left out (riscv64 has no renameat, arm64 no
+// open); a test checks that amd64 and arm64 have every name outside the
+// legacy lists, so a misspelt name cannot go unnoticed.
+func policyFor(info *arch.Info, pid int) (seccomp.Policy, int, error) {
+	present := func(names ...[]string) []string {
+		var out []string
+		for _, list := range names {
+			for _, n := range list {
+				if _, ok := info.SyscallNames[n]; ok {
+					out = append(out, n)
+				}
+			}
+		}
+		return out
+	}
+	allow := present(allowed, allowedLegacy)
+	kill := present(killed, killedLegacy)
+	var cond []seccomp.NameWithConditions
+	for _, c := range conditional(pid) {
+		if _, ok := info.SyscallNames[c.Name]; ok {
+			cond = append(cond, c)
 		}
 	}
-	kill := append([]string(nil), killed...)
-	for _, n := range killedLegacy {
-		if has(n) {
-			kill = append(kill, n)
-		}
+	if _, ok := info.SyscallNames["clone"]; !ok {
+		return seccomp.Policy{}, 0, fmt.Errorf("no clone on %s: no filter for it", info.Name)
 	}
-	cond := conditional(pid)
 	distinct := map[string]bool{}
 	for _, n := range allow {
 		distinct[n] = true
@@ -180,18 +199,21 @@ func policy(pid int) (seccomp.Policy, int, error) {
 	for _, c := range cond {
 		distinct[c.Name] = true
 	}
+	groups := []seccomp.SyscallGroup{
+		{Action: seccomp.ActionAllow, Names: allow, NamesWithCondtions: cond},
+		{Action: seccomp.ActionKillProcess, Names: kill},
+	}
+	if _, ok := info.SyscallNames["clone3"]; ok {
+		// clone3 passes its flags in memory, where a filter cannot
+		// look: ENOSYS makes glibc fall back to clone, whose flags
+		// are checked above.
+		groups = append(groups, seccomp.SyscallGroup{Action: seccomp.ActionErrno | seccomp.Action(unix.ENOSYS), Names: []string{"clone3"}})
+	}
 	p := seccomp.Policy{
 		// A call nobody listed fails with EPERM: a harmless call
 		// forgotten here costs an error, not a dead worker.
 		DefaultAction: seccomp.ActionErrno,
-		Syscalls: []seccomp.SyscallGroup{
-			{Action: seccomp.ActionAllow, Names: allow, NamesWithCondtions: cond},
-			// clone3 passes its flags in memory, where a filter
-			// cannot look: ENOSYS makes glibc fall back to clone,
-			// whose flags are checked above.
-			{Action: seccomp.ActionErrno | seccomp.Action(unix.ENOSYS), Names: []string{"clone3"}},
-			{Action: seccomp.ActionKillProcess, Names: kill},
-		},
+		Syscalls:      groups,
 	}
 	return p, len(distinct), nil
 }

@@ -78,16 +78,24 @@ func newConn(rwc io.ReadWriteCloser, parent bool, maxMessage int64) *conn {
 // is already waiting for the lock (it will flush), which batches small
 // frames under load and costs nothing when alone.
 func (c *conn) writeFrame(h frameHeader, payload []byte) error {
-	var hb [headerSize]byte
-	h.length = uint32(len(payload))
-	putHeader(hb[:], h)
+	c.lockWriter()
+	defer c.wmu.Unlock()
+	return c.writeLocked(h, payload)
+}
+
+func (c *conn) lockWriter() {
 	c.wwait.Add(1)
 	c.wmu.Lock()
 	c.wwait.Add(-1)
-	defer c.wmu.Unlock()
+}
+
+func (c *conn) writeLocked(h frameHeader, payload []byte) error {
 	if c.werr != nil {
 		return c.werr
 	}
+	var hb [headerSize]byte
+	h.length = uint32(len(payload))
+	putHeader(hb[:], h)
 	_, err := c.w.Write(hb[:])
 	if err == nil && len(payload) > 0 {
 		_, err = c.w.Write(payload)
@@ -288,12 +296,16 @@ func (c *conn) handleFrame(h frameHeader) error {
 
 func (c *conn) readData(s *Stream, h frameHeader) error {
 	n := int64(h.length)
+	cost := n
+	if h.flags&flagFirst != 0 {
+		cost += msgCost
+	}
 	s.mu.Lock()
 	bad := ""
 	switch {
 	case s.eof:
 		bad = "data after eof"
-	case n > s.allowed:
+	case cost > s.allowed:
 		bad = "data beyond the credit granted"
 	case h.flags&flagFirst != 0 && s.partial != nil:
 		bad = "message started inside a message"
@@ -308,7 +320,7 @@ func (c *conn) readData(s *Stream, h frameHeader) error {
 		s.mu.Unlock()
 		return protoErr("stream %d: %s", h.id, bad)
 	}
-	s.allowed -= n
+	s.allowed -= cost
 	if h.flags&flagFirst != 0 {
 		s.want = int64(h.aux)
 		// Never trust an announced size with more memory than credit bounds.
@@ -340,7 +352,7 @@ func (c *conn) readData(s *Stream, h frameHeader) error {
 	// Credit comes back at once while the reader keeps up (nothing queued
 	// before this chunk's message), else when Recv drains the queue: a
 	// receiver that does not read holds at most a window plus one message.
-	s.owed += n
+	s.owed += cost
 	var give int64
 	if len(s.queue) <= 1 && (s.partial == nil || len(s.queue) == 0) && s.owed >= creditBatch {
 		give = s.owed
@@ -502,9 +514,12 @@ func (s *Stream) Send(msg []byte) error {
 	if s.sentEOF {
 		return ErrSendClosed
 	}
-	first := true
-	for off := 0; first || off < len(msg); {
-		n, err := s.takeCredit(len(msg) - off)
+	return s.sendFrom(msg, 0, true)
+}
+
+func (s *Stream) sendFrom(msg []byte, off int, first bool) error {
+	for first || off < len(msg) {
+		n, err := s.takeCredit(len(msg)-off, first)
 		if err != nil {
 			return err
 		}
@@ -522,7 +537,11 @@ func (s *Stream) Send(msg []byte) error {
 	return nil
 }
 
-func (s *Stream) takeCredit(rem int) (int, error) {
+func (s *Stream) takeCredit(rem int, first bool) (int, error) {
+	need := int64(0)
+	if first {
+		need = msgCost
+	}
 	for {
 		s.mu.Lock()
 		switch {
@@ -533,12 +552,13 @@ func (s *Stream) takeCredit(rem int) (int, error) {
 		case s.closed || s.done:
 			s.mu.Unlock()
 			return 0, ErrStreamClosed
-		case rem == 0:
+		case rem == 0 && s.credit >= need:
+			s.credit -= need
 			s.mu.Unlock()
 			return 0, nil
-		case s.credit > 0:
-			n := int(min(int64(rem), s.credit, maxFrame))
-			s.credit -= int64(n)
+		case rem > 0 && s.credit > need:
+			n := int(min(int64(rem), s.credit-need, maxFrame))
+			s.credit -= int64(n) + need
 			s.mu.Unlock()
 			return n, nil
 		}

@@ -20,6 +20,9 @@ const (
 	window = 4 << 20
 	// creditBatch: credit is given back in lumps this big (or when the reader has drained).
 	creditBatch = window / 4
+	// msgCost is the credit a message costs on top of its bytes, so that
+	// empty messages cannot pile up without bound either.
+	msgCost = 64
 	// maxMessageLimit is what the aux field can describe.
 	maxMessageLimit = 1<<32 - 1
 )

@@ -86,6 +86,9 @@ func (e *StartError) Error() string {
 
 func (e *StartError) Unwrap() error { return e.Err }
 
+// errGone: the process died before a stream could be opened on it.
+var errGone = errors.New("worker: process gone")
+
 var errUnsupported = errors.New("worker: worker processes are supported on unix only")
 
 // Pool is a fixed set of slots, each holding one worker process that is
@@ -107,9 +110,26 @@ type Pool struct {
 
 	dmu       sync.Mutex
 	deadlines deadlineHeap
+	compactAt int
 	dwake     chan struct{}
 	watchDone chan struct{}
+
+	spawns      chan func()
+	spawnerOnce sync.Once
 }
+
+// spawner forks every worker from one goroutine locked to its thread for
+// the pool's life: Pdeathsig fires when the forking *thread* exits, and Go
+// retires the threads of goroutines that exit locked (a wasm engine may
+// do that), which would kill healthy workers.
+func (p *Pool) spawner() {
+	runtime.LockOSThread() // never unlocked: the thread ends with the pool
+	for fn := range p.spawns {
+		fn()
+	}
+}
+
+func (p *Pool) stopSpawner() { p.spawnerOnce.Do(func() { close(p.spawns) }) }
 
 // Slot is one place in the pool; its process is replaced after it dies.
 type Slot struct {
@@ -172,7 +192,10 @@ func Start(ctx context.Context, cfg Config) (*Pool, error) {
 		procs:     make(map[*proc]struct{}),
 		dwake:     make(chan struct{}, 1),
 		watchDone: make(chan struct{}),
+		compactAt: 256,
+		spawns:    make(chan func()),
 	}
+	go p.spawner()
 	env := cfg.Env
 	if env == nil {
 		env = os.Environ()
@@ -235,6 +258,7 @@ func (p *Pool) Close(ctx context.Context) error {
 	if p.closed {
 		p.mu.Unlock()
 		p.wg.Wait()
+		<-p.watchDone
 		return nil
 	}
 	p.closed = true
@@ -268,6 +292,7 @@ func (p *Pool) Close(ctx context.Context) error {
 		<-waited
 	}
 	<-p.watchDone
+	p.stopSpawner()
 	return err
 }
 
@@ -344,6 +369,15 @@ func (s *Slot) Open(ctx context.Context, header []byte) (*Stream, uint64, error)
 		s.mu.Unlock()
 		if pr != nil {
 			st, err := pr.open(header)
+			if err == errGone {
+				// It died before anything was sent: the replacement may take it.
+				select {
+				case <-pr.done:
+				case <-ctx.Done():
+					return nil, 0, ctx.Err()
+				}
+				continue
+			}
 			if err != nil {
 				return nil, pr.gen, err
 			}
@@ -362,18 +396,34 @@ func (s *Slot) Open(ctx context.Context, header []byte) (*Stream, uint64, error)
 
 func (pr *proc) open(header []byte) (*Stream, error) {
 	c := pr.conn
+	st := newStream(c, 0)
+	st.proc = pr
+	// The id is taken and the first frame written under the writer lock:
+	// the worker sees new streams in increasing id order, so an id at or
+	// below the highest it saw and not open is a stream it let go of.
+	n := min(len(header), maxFrame)
+	st.credit -= int64(n) + msgCost
+	st.smu.Lock()
+	defer st.smu.Unlock()
+	c.lockWriter()
 	c.mu.Lock()
 	if c.err != nil {
-		err := c.err
 		c.mu.Unlock()
-		return nil, err
+		c.wmu.Unlock()
+		return nil, errGone
 	}
 	c.lastID++
-	st := newStream(c, c.lastID)
-	st.proc = pr
+	st.id = c.lastID
 	c.streams[st.id] = st
 	c.mu.Unlock()
-	if err := st.Send(header); err != nil {
+	err := c.writeLocked(frameHeader{typ: frameData, flags: flagFirst, id: st.id, aux: uint32(len(header))}, header[:n])
+	c.wmu.Unlock()
+	if err == nil {
+		err = st.sendFrom(header, n, false)
+	} else {
+		err = st.writeErr(err)
+	}
+	if err != nil {
 		st.Close()
 		return nil, err
 	}
@@ -408,7 +458,17 @@ func (s *Slot) spawn(ctx context.Context) (*proc, error) {
 	gen := s.gen + 1
 	s.mu.Unlock()
 	tail := &stderrTail{log: p.log, slot: s.index}
-	cmd, f, err := startProcess(p.cfg.Path, p.cfg.Args, p.env, tail)
+	var (
+		cmd *exec.Cmd
+		f   *os.File
+		err error
+	)
+	started := make(chan struct{})
+	p.spawns <- func() {
+		cmd, f, err = startProcess(p.cfg.Path, p.cfg.Args, p.env, tail)
+		close(started)
+	}
+	<-started
 	if err != nil {
 		return nil, &StartError{Slot: s.index, Err: err}
 	}
@@ -520,11 +580,8 @@ func (pr *proc) reap() {
 	ee := &ExitError{Slot: pr.slot.index, Generation: pr.gen, Pid: pr.pid, Reason: reason,
 		Status: pr.cmd.ProcessState.String()}
 	pr.exitErr = ee
-	pr.conn.fail(ee)
-	close(pr.done)
-	if !pr.ready.Load() {
-		return // spawn reports it
-	}
+	// The slot lets go first: whoever sees this ExitError and Opens again
+	// waits for the replacement instead of finding the dead process.
 	s := pr.slot
 	s.mu.Lock()
 	if s.cur == pr {
@@ -532,6 +589,11 @@ func (pr *proc) reap() {
 		s.notifyLocked()
 	}
 	s.mu.Unlock()
+	pr.conn.fail(ee)
+	close(pr.done)
+	if !pr.ready.Load() {
+		return // spawn reports it
+	}
 	if closing {
 		return
 	}
@@ -637,6 +699,20 @@ func (h *deadlineHeap) Pop() any {
 
 func (p *Pool) addDeadline(t time.Time, s *Stream, seq uint64) {
 	p.dmu.Lock()
+	if len(p.deadlines) >= p.compactAt {
+		// Entries of streams that finished stay until their time; drop
+		// them before the heap grows with them.
+		live := p.deadlines[:0]
+		for _, d := range p.deadlines {
+			if d.s.live(d.seq) {
+				live = append(live, d)
+			}
+		}
+		clear(p.deadlines[len(live):])
+		p.deadlines = live
+		heap.Init(&p.deadlines)
+		p.compactAt = max(256, 2*len(live))
+	}
 	heap.Push(&p.deadlines, deadline{at: t.Add(p.grace), s: s, seq: seq})
 	first := p.deadlines[0].s == s && p.deadlines[0].seq == seq
 	p.dmu.Unlock()
@@ -663,18 +739,6 @@ func (p *Pool) watch() {
 		p.dmu.Lock()
 		for len(p.deadlines) > 0 && !p.deadlines[0].at.After(now) {
 			expired = append(expired, heap.Pop(&p.deadlines).(deadline))
-		}
-		// Drop entries of finished streams so the heap does not grow with them.
-		if len(p.deadlines) > 64 && len(p.deadlines)%64 == 0 {
-			live := p.deadlines[:0]
-			for _, d := range p.deadlines {
-				if d.s.live(d.seq) {
-					live = append(live, d)
-				}
-			}
-			clear(p.deadlines[len(live):])
-			p.deadlines = live
-			heap.Init(&p.deadlines)
 		}
 		next := time.Hour
 		if len(p.deadlines) > 0 {

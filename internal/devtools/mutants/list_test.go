@@ -343,4 +343,20 @@ var list = []mutant{
 		from: `	if e.refs == 0 && e.pkg != nil {`, to: `	if e.refs <= 1 && e.pkg != nil {`, run: "^TestPackageSet"},
 	{id: "packageset/remove-closes-under-holder", file: "runtime/packageset.go",
 		from: `		if e.refs == 0 {`, to: `		if e.refs <= 1 {`, run: "^TestPackageSet"},
+
+	// Worker mode: what the parent never takes on a worker's word
+	// (runtime/worker_*.go).
+	{id: "worker/environ-inherited", file: "runtime/worker_remote.go",
+		from: `	vars := []string{workerConfigEnv + "=" + string(config)}`, to: `	vars := append(os.Environ(), workerConfigEnv+"="+string(config))`, run: "^TestWorkerEnvironment"},
+	{id: "worker/tmp-touch-trusted", file: "runtime/worker_remote_call.go",
+		from: `	res.reuse = wr.Reuse
+`, to: `	res.reuse, res.mounts = wr.Reuse, rs.mounts
+`, run: "^TestWorkerTouchedTmp"},
+	{id: "worker/upload-not-retried", file: "runtime/worker_remote.go",
+		from: `		if attempt == 1 {`, to: `		if attempt == 0 {`, run: "^TestWorkerUploadThatKills"},
+	{id: "worker/slot-never-released", file: "runtime/worker_remote.go",
+		from: `	r.w.hold(r.slot, -r.resident)
+`, to: ``, run: "^TestWorkerEntryPoints"},
+	{id: "worker/answer-before-events", file: "runtime/worker_remote.go",
+		from: `		done := w.evGen[slot] == 0 || w.evSeen[slot] >= seq`, to: `		done := true`, run: "^TestWorkerTraceArrives"},
 }

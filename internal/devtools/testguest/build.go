@@ -75,6 +75,10 @@ func BuildGo(pkgDir string) (string, error) {
 	return out, nil
 }
 
+// CacheDir is where built guests are kept: a worker process that is to
+// run them must be allowed to read it (runtime.WorkerConfig.ReadOnly).
+func CacheDir() string { return cacheDir() }
+
 func cacheDir() string {
 	if d := os.Getenv("SUBAKO_TESTGUEST_CACHE"); d != "" {
 		return d
