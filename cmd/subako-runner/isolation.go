@@ -71,6 +71,9 @@ func (h *hostFlags) workerConfig(path string) (runtime.WorkerConfig, error) {
 	}
 	count := 1
 	if h.serves {
+		if h.workers < 0 {
+			return runtime.WorkerConfig{}, fmt.Errorf("--workers %d: must not be negative (0 is one per CPU)", h.workers)
+		}
 		count = h.workers // 0: one per CPU
 	}
 	ro := append(packageDirs(path), h.readOnly...)

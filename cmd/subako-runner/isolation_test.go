@@ -301,6 +301,9 @@ func TestWorkerConfigPaths(t *testing.T) {
 	if len(wc.ReadOnly) != 1 || wc.ReadOnly[0] != dir || len(wc.ReadWrite) != 1 || wc.ReadWrite[0] != data {
 		t.Errorf("read-only %q, read-write %q", wc.ReadOnly, wc.ReadWrite)
 	}
+	if _, err := (&hostFlags{serves: true, workers: -1}).workerConfig(dir); err == nil {
+		t.Error("--workers -1 accepted")
+	}
 	h = hostFlags{serves: true, workers: 3, requireSandbox: true}
 	if wc, _ := h.workerConfig(dir); wc.Count != 3 || !wc.RequireSandbox || wc.ReadOnly[0] != dir {
 		t.Errorf("server: %+v", wc)
