@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -50,6 +51,8 @@ type hostFlags struct {
 	// command's workers must reach (its volumes and mounts), set by the
 	// command before it opens the runtime.
 	readOnly, readWrite []string
+	// closing is set when the command closes its runtime (quietLog).
+	closing atomic.Bool
 
 	// status is the status line runtimeConfig made (it draws nothing off
 	// a terminal), for a command that shows a step of its own (a call).
@@ -126,7 +129,7 @@ func (h *hostFlags) runtimeConfig(e *env, lim limits.Limits, path string) (runti
 	if err := missingPackage(path); err != nil {
 		return runtime.Config{}, nil, err
 	}
-	cfg := runtime.Config{Logger: log.WithOptions(zap.WrapCore(quietSandboxLog)), Limits: &lim}
+	cfg := runtime.Config{Logger: log.WithOptions(zap.WrapCore(h.quietLog)), Limits: &lim}
 	if cfg.Isolation = runtime.Isolation(h.isolation); cfg.Isolation == runtime.IsolationWorkers {
 		if cfg.Workers, err = h.workerConfig(path); err != nil {
 			return runtime.Config{}, nil, err
@@ -200,7 +203,7 @@ func (h *hostFlags) openRuntime(ctx context.Context, e *env, lim limits.Limits, 
 		return nil, nil, err
 	}
 	sandboxWarning(e.stderr, rt.Sandbox())
-	return rt, func() { closeRuntime(ctx, rt); release() }, nil
+	return rt, func() { h.closing.Store(true); closeRuntime(ctx, rt); release() }, nil
 }
 
 // limitFlags are --memory, --fuel and --timeout.

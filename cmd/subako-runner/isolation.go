@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
@@ -174,17 +175,24 @@ func sandboxWarning(w io.Writer, r runtime.SandboxReport) {
 	fmt.Fprintf(w, "subako-runner: WARNING: worker sandbox incomplete: %s (--require-sandbox refuses to run without every layer)\n", strings.Join(r.Missing, "; "))
 }
 
-// quietSandboxLog drops the runtime's log line about an incomplete
-// worker sandbox: sandboxWarning says it, one line, whatever the log level.
-func quietSandboxLog(inner zapcore.Core) zapcore.Core { return &sandboxLogFilter{inner} }
-
-type sandboxLogFilter struct{ zapcore.Core }
-
-func (c *sandboxLogFilter) With(fields []zapcore.Field) zapcore.Core {
-	return &sandboxLogFilter{c.Core.With(fields)}
+// quietLog drops two runtime log lines: the one about an incomplete worker
+// sandbox (sandboxWarning says it, one line, whatever the log level), and,
+// once the command closes its runtime, a worker's complaint that its
+// channel ended (the runtime closing it under the worker: no news).
+func (h *hostFlags) quietLog(inner zapcore.Core) zapcore.Core {
+	return &quietCore{Core: inner, closing: &h.closing}
 }
 
-func (c *sandboxLogFilter) Check(ent zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
+type quietCore struct {
+	zapcore.Core
+	closing *atomic.Bool
+}
+
+func (c *quietCore) With(fields []zapcore.Field) zapcore.Core {
+	return &quietCore{Core: c.Core.With(fields), closing: c.closing}
+}
+
+func (c *quietCore) Check(ent zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
 	if strings.HasPrefix(ent.Message, "worker sandbox incomplete") {
 		return ce
 	}
@@ -192,6 +200,17 @@ func (c *sandboxLogFilter) Check(ent zapcore.Entry, ce *zapcore.CheckedEntry) *z
 		return ce.AddCore(ent, c)
 	}
 	return ce
+}
+
+func (c *quietCore) Write(ent zapcore.Entry, fields []zapcore.Field) error {
+	if ent.Message == "worker stderr" && c.closing.Load() {
+		for _, f := range fields {
+			if f.Key == "line" && strings.Contains(f.String, "subako-worker-channel") {
+				return nil
+			}
+		}
+	}
+	return c.Core.Write(ent, fields)
 }
 
 // workerErrorText is the host-error line of an operation a worker's end

@@ -12,6 +12,9 @@ import (
 	"syscall"
 	"testing"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
 	"github.com/subako/subako-runner/internal/devtools/testguest"
 	"github.com/subako/subako-runner/runtime"
 )
@@ -307,5 +310,27 @@ func TestWorkerConfigPaths(t *testing.T) {
 	h = hostFlags{serves: true, workers: 3, requireSandbox: true}
 	if wc, _ := h.workerConfig(dir); wc.Count != 3 || !wc.RequireSandbox || wc.ReadOnly[0] != dir {
 		t.Errorf("server: %+v", wc)
+	}
+}
+
+// The runtime's own sandbox line is dropped (sandboxWarning says it), and
+// a worker's complaint about its channel only once the runtime closes.
+func TestQuietLog(t *testing.T) {
+	var h hostFlags
+	core, logs := observer.New(zap.DebugLevel)
+	log := zap.New(core).WithOptions(zap.WrapCore(h.quietLog)).With(zap.String("k", "v"))
+	channel := zap.String("line", "subako worker: read subako-worker-channel: connection reset by peer")
+	log.Warn("worker sandbox incomplete: guests run in worker processes without these layers")
+	log.Warn("worker stderr", zap.Int("slot", 0), channel)
+	h.closing.Store(true)
+	log.Warn("worker stderr", zap.Int("slot", 0), channel)
+	log.Warn("worker stderr", zap.Int("slot", 0), zap.String("line", "panic: something else"))
+	var got []string
+	for _, e := range logs.All() {
+		got = append(got, e.Message+" "+e.ContextMap()["line"].(string))
+	}
+	want := []string{"worker stderr " + channel.String, "worker stderr panic: something else"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("logged:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -130,7 +130,7 @@ func runMCP(ctx context.Context, e *env, h *hostFlags, c *callFlags, m *mcpFlags
 	if err != nil {
 		return startFailed(ctx, e, err)
 	}
-	defer closeRuntime(ctx, rt)
+	defer func() { h.closing.Store(true); closeRuntime(ctx, rt) }()
 	sandboxWarning(e.stderr, rt.Sandbox())
 	pkg, err := rt.Load(ctx, path)
 	if err != nil {
