@@ -29,6 +29,7 @@ type callReport struct {
 	Rejection []runtime.Rejection `json:"rejection,omitempty"`
 	Stats     *runtime.Stats      `json:"stats,omitempty"`
 	TmpDir    string              `json:"tmpDir,omitempty"`
+	Error     *hostErrorReport    `json:"error,omitempty"`
 }
 
 func newCallCmd(a *app) *cobra.Command {
@@ -72,13 +73,33 @@ func newCallCmd(a *app) *cobra.Command {
 }
 
 func runCall(ctx context.Context, e *env, h *hostFlags, c *callFlags, path string, req runtime.CallRequest) int {
+	var unused string // the kept /volume/tmp, until a call has run in it
+	if c.volumes.keepTmp && req.Tmp == "" {
+		// The runtime removes the directories it makes when it closes; a
+		// kept one is made here, where nothing sweeps it, and before the
+		// runtime, whose workers must be let write it.
+		dir, err := os.MkdirTemp("", "subako-tmp-")
+		if err != nil {
+			return fail(e, "%v", err)
+		}
+		req.Tmp, unused = dir, dir
+		defer func() {
+			if unused != "" {
+				os.Remove(unused) // no call ran: nothing to keep
+			}
+		}()
+	}
+	c.volumes.allow(h, req.Tmp)
 	rt, closeRT, err := h.openRuntime(ctx, e, *req.Limits, path)
 	if err != nil {
-		return fail(e, "%v", err)
+		return startFailed(ctx, e, err)
 	}
 	defer closeRT()
 	pkg, err := rt.Load(ctx, path)
 	if err != nil {
+		if code, ok := reportWorkerError(e, h, err, true); ok {
+			return code
+		}
 		var rej *runtime.RejectedError
 		if h.json && errors.As(err, &rej) {
 			outcome, code := "rejected", exitRejected
@@ -97,26 +118,21 @@ func runCall(ctx context.Context, e *env, h *hostFlags, c *callFlags, path strin
 		}
 	}
 
-	if c.volumes.keepTmp && req.Tmp == "" {
-		// The runtime removes the directories it makes when it closes; a
-		// kept one is made here, where nothing sweeps it.
-		dir, err := os.MkdirTemp("", "subako-tmp-")
-		if err != nil {
-			return fail(e, "%v", err)
-		}
-		req.Tmp = dir
-	}
 	// A call that runs long (a loop, a slow server) is not silent on a
 	// terminal: the status line names the limits that will stop it.
 	if h.status != nil {
 		h.status.start(fmt.Sprintf("calling %s (time limit %v, fuel %s; Ctrl-C stops it)…", req.Tool, req.Limits.CallTimeout, fuelText(req.Limits.Fuel)))
 	}
 	res, err := pkg.Call(ctx, req)
+	unused = ""
 	if h.status != nil {
 		h.status.end()
 	}
 	if err != nil {
 		if code, ok := interrupted(ctx, e, err); ok {
+			return code
+		}
+		if code, ok := reportWorkerError(e, h, err, true); ok {
 			return code
 		}
 		return fail(e, "%v", err)

@@ -77,13 +77,16 @@ func newCheckCmd(a *app) *cobra.Command {
 func runCheck(ctx context.Context, e *env, h *hostFlags, lim limits.Limits, f conformance.Format, opts conformance.Options, path string) int {
 	rt, closeRT, err := h.openRuntime(ctx, e, lim, path)
 	if err != nil {
-		return fail(e, "%v", err)
+		return startFailed(ctx, e, err)
 	}
 	defer closeRT()
 	rep, err := conformance.Run(ctx, rt, path, opts)
 	if err != nil {
 		if code, ok := interrupted(ctx, e, err); ok {
 			return code
+		}
+		if line, ok := workerErrorText(err); ok {
+			return fail(e, "%s", line)
 		}
 		return fail(e, "%v", err)
 	}

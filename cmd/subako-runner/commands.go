@@ -29,6 +29,9 @@ type packageReport struct {
 	Crash     *runtime.Crash      `json:"crash,omitempty"`
 	// Set by validate when the package passed: what the human line says.
 	Module *moduleReport `json:"module,omitempty"`
+	// Error is set when the host failed under the command (a worker
+	// process ended): no verdict on the package.
+	Error *hostErrorReport `json:"error,omitempty"`
 }
 
 // versionBanner is what both `version` and `--version` print: the runner's
@@ -41,14 +44,24 @@ func newVersionCmd(a *app) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "version",
-		Short: "print the version, ABI and MCP revision",
-		Long:  "Print the version of subako-runner, the ABI it implements and the MCP revision it speaks\n(also: subako-runner --version).",
-		Args:  positionals(nil, 0, 0),
+		Short: "print the version, ABI and MCP revision, and the worker sandbox",
+		Long: "Print the version of subako-runner, the ABI it implements and the MCP revision it speaks\n" +
+			"(also: subako-runner --version), then the isolation the commands use by default and the\n" +
+			"layers of the worker sandbox on this machine (one worker process is started to find out).",
+		Args: positionals(nil, 0, 0),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			sb, sbErr := probeSandbox(a.ctx)
 			if asJSON {
-				return status(writeJSON(a.e, map[string]any{"version": runtime.Version, "abi": runtime.ABIVersion, "mcp": protocol.Version}))
+				doc := map[string]any{"version": runtime.Version, "abi": runtime.ABIVersion, "mcp": protocol.Version,
+					"isolation": runtime.IsolationWorkers.String(), "sandbox": sb}
+				if sbErr != nil {
+					doc["sandboxError"] = sbErr.Error()
+				}
+				return status(writeJSON(a.e, doc))
 			}
 			fmt.Fprint(a.e.stdout, versionBanner())
+			fmt.Fprintf(a.e.stdout, "isolation %s (--isolation=in-process turns it off)\n", runtime.IsolationWorkers)
+			fmt.Fprintln(a.e.stdout, sandboxLine(sb, sbErr))
 			return nil
 		},
 	}
@@ -83,7 +96,7 @@ func newValidateCmd(a *app) *cobra.Command {
 func runValidate(ctx context.Context, e *env, h *hostFlags, lim limits.Limits, path string) int {
 	rt, closeRT, err := h.openRuntime(ctx, e, lim, path)
 	if err != nil {
-		return fail(e, "%v", err)
+		return startFailed(ctx, e, err)
 	}
 	defer closeRT()
 	checked, err := rt.Validate(ctx, path)
@@ -130,7 +143,7 @@ func newDiscoverCmd(a *app) *cobra.Command {
 func runDiscover(ctx context.Context, e *env, h *hostFlags, lim limits.Limits, path string) int {
 	rt, closeRT, err := h.openRuntime(ctx, e, lim, path)
 	if err != nil {
-		return fail(e, "%v", err)
+		return startFailed(ctx, e, err)
 	}
 	defer closeRT()
 	pkg, err := rt.Load(ctx, path)
@@ -188,6 +201,9 @@ func rejection(e *env, err error) (rej *runtime.RejectedError, code int) {
 // an interruption (exit 130) or a host error (exit 2).
 func reportPackageError(ctx context.Context, e *env, h *hostFlags, err error) int {
 	if code, ok := interrupted(ctx, e, err); ok {
+		return code
+	}
+	if code, ok := reportWorkerError(e, h, err, false); ok {
 		return code
 	}
 	rej, code := rejection(e, err)

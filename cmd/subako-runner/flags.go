@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -39,6 +40,20 @@ type hostFlags struct {
 	// Prometheus there.
 	metricsAddr string
 
+	// isolation is --isolation; requireSandbox --require-sandbox.
+	isolation      isolationValue
+	requireSandbox bool
+	// workers is --workers (mcp, inspect, where serves is set): how many
+	// worker processes; the one-shot commands run one.
+	workers int
+	serves  bool
+	// readOnly and readWrite are the directories beyond the package's the
+	// command's workers must reach (its volumes and mounts), set by the
+	// command before it opens the runtime.
+	readOnly, readWrite []string
+	// closing is set when the command closes its runtime (quietLog).
+	closing atomic.Bool
+
 	// status is the status line runtimeConfig made (it draws nothing off
 	// a terminal), for a command that shows a step of its own (a call).
 	status *progress
@@ -56,6 +71,7 @@ func (h *hostFlags) register(cmd *cobra.Command, withJSON bool) {
 	fs.BoolVarP(&h.quiet, "quiet", "q", false, "no progress line on a terminal")
 	fs.StringVar(&h.otel, "otel", "", "export traces and metrics (OpenTelemetry) to `EXPORTER`: console (stderr) or otlp (the OTEL_EXPORTER_OTLP_* endpoint); without it the OTEL_* variables decide")
 	fs.Lookup("otel").NoOptDefVal = "console"
+	h.registerIsolation(cmd)
 }
 
 // logger builds the host's zap logger from --log-level and --log-format.
@@ -101,14 +117,24 @@ func (v *traceValue) Set(s string) error {
 }
 
 // runtimeConfig builds the runtime configuration from the flags. path
-// names the package or module in the progress line. The returned function
-// releases what the configuration opened (a --trace file).
+// names the package or module in the progress line, and is what the
+// workers must read. The returned function releases what the
+// configuration opened (a --trace file). A path with nothing at it is its
+// *fs.PathError (packageErrorText words it).
 func (h *hostFlags) runtimeConfig(e *env, lim limits.Limits, path string) (runtime.Config, func(), error) {
 	log, err := h.logger(e.stderr)
 	if err != nil {
 		return runtime.Config{}, nil, err
 	}
-	cfg := runtime.Config{Logger: log, Limits: &lim}
+	if err := missingPackage(path); err != nil {
+		return runtime.Config{}, nil, err
+	}
+	cfg := runtime.Config{Logger: log.WithOptions(zap.WrapCore(h.quietLog)), Limits: &lim}
+	if cfg.Isolation = runtime.Isolation(h.isolation); cfg.Isolation == runtime.IsolationWorkers {
+		if cfg.Workers, err = h.workerConfig(path); err != nil {
+			return runtime.Config{}, nil, err
+		}
+	}
 	if !h.noCache {
 		if dir, err := os.UserCacheDir(); err == nil {
 			cfg.CompilationCacheDir = filepath.Join(dir, "subako-runner", "compiled")
@@ -176,7 +202,8 @@ func (h *hostFlags) openRuntime(ctx context.Context, e *env, lim limits.Limits, 
 		release()
 		return nil, nil, err
 	}
-	return rt, func() { closeRuntime(ctx, rt); release() }, nil
+	sandboxWarning(e.stderr, rt.Sandbox())
+	return rt, func() { h.closing.Store(true); closeRuntime(ctx, rt); release() }, nil
 }
 
 // limitFlags are --memory, --fuel and --timeout.
@@ -254,6 +281,14 @@ func (v *volumeFlags) register(cmd *cobra.Command) {
 	fs.BoolVar(&v.keepTmp, "keep-tmp", false, "keep the temporary /volume/tmp and print its path")
 	fs.StringVar(&v.data, "data", "", "mount `DIR` as /volume/data")
 	fs.StringVar(&v.skills, "skills", "", "`DIR`'s subdirectories are skills: mount DIR at /skills and each at /skills/<name>")
+}
+
+// allow lets the command's workers reach the volumes: /skills read-only,
+// /volume/data and /volume/tmp (tmp: --tmp, or the kept one the command
+// made) read-write.
+func (v *volumeFlags) allow(h *hostFlags, tmp string) {
+	h.readOnly = append(h.readOnly, v.skills)
+	h.readWrite = append(h.readWrite, v.data, tmp)
 }
 
 // networkFlags are the network policy of a call or a run.

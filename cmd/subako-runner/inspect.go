@@ -56,6 +56,7 @@ func newInspectCmd(a *app) *cobra.Command {
 	}
 	h.register(cmd, false)
 	h.registerMetrics(cmd)
+	h.registerWorkers(cmd)
 	c.register(cmd)
 	fs := cmd.Flags()
 	fs.StringVar(&f.listen, "listen", "127.0.0.1:0", "serve the page on `ADDR` (HOST:PORT, or PORT for 127.0.0.1:PORT; port 0 picks a free one)")
@@ -66,9 +67,13 @@ func newInspectCmd(a *app) *cobra.Command {
 }
 
 func runInspect(ctx context.Context, e *env, h *hostFlags, f *inspectFlags, path string, req runtime.CallRequest) int {
+	// Every call of the page mounts the flags' volumes; the page names no
+	// other host path (a reload loads PACKAGE again).
+	h.readOnly = append(h.readOnly, req.Skills)
+	h.readWrite = append(h.readWrite, req.Data, req.Tmp)
 	rt, closeRT, err := h.openRuntime(ctx, e, *req.Limits, path)
 	if err != nil {
-		return fail(e, "%v", err)
+		return startFailed(ctx, e, err)
 	}
 	defer closeRT()
 	log, err := h.logger(e.stderr)

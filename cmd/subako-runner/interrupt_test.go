@@ -55,12 +55,15 @@ func TestInterruptWhileTheModuleRunsExits130(t *testing.T) {
 		stdin string
 		args  []string
 	}{
-		// --log-level debug copies the module's stderr lines into the log:
-		// "tools/call" shows once the call is running.
-		{"call", "", []string{"call", "--log-level", "debug", pkg, "timeout_sleep"}},
-		{"call --json", "", []string{"call", "--json", "--log-level", "debug", pkg, "timeout_sleep"}},
-		{"discover", "", []string{"discover", "--log-level", "debug", pkgDir(t, "misbehave", map[string]string{"mode": "timeout_sleep"})}},
-		{"check", "", []string{"check", "--log-level", "debug", pkg}},
+		// --trace writes the conversation on stderr: "tools/call" shows
+		// once the call is running. (Not the module's stderr lines in the
+		// log at --log-level debug: a worker process does not pass them
+		// to the command's log.)
+		{"call", "", []string{"call", "--trace", pkg, "timeout_sleep"}},
+		{"call --json", "", []string{"call", "--json", "--trace", pkg, "timeout_sleep"}},
+		{"call in-process", "", []string{"call", "--isolation=in-process", "--log-level", "debug", pkg, "timeout_sleep"}},
+		{"discover", "", []string{"discover", "--trace", pkgDir(t, "misbehave", map[string]string{"mode": "timeout_sleep"})}},
+		{"check", "", []string{"check", "--trace", pkg}},
 		// run passes the module's stderr through.
 		{"run", request, []string{"run", module}},
 	} {
@@ -127,7 +130,9 @@ func TestInterruptMCPStdioWithACallInFlight(t *testing.T) {
 	stderr := &cancelOnWrite{marker: "tools/call", cancel: cancel}
 	e := &env{stdin: stdin, stdout: &stdout, stderr: stderr, getenv: func(string) string { return "" }}
 	done := make(chan int, 1)
-	go func() { done <- mainWith(ctx, e, []string{"mcp", "--timeout", "1h", pkg}) }()
+	// --trace: "tools/call" shows on stderr once the call runs (the
+	// module's own stderr lines do not reach the log from a worker).
+	go func() { done <- mainWith(ctx, e, []string{"mcp", "--trace", "--timeout", "1h", pkg}) }()
 	select {
 	case code := <-done:
 		if code != exitOK {
@@ -173,7 +178,12 @@ func TestInterruptInspectWithACallInFlight(t *testing.T) {
 	stderr := &cancelOnWrite{marker: "tools/call", cancel: cancel}
 	e := &env{stdin: strings.NewReader(""), stdout: &stdout, stderr: stderr, getenv: func(string) string { return "" }}
 	done := make(chan int, 1)
-	go func() { done <- mainWith(ctx, e, []string{"inspect", "--log-level", "debug", "--timeout", "1h", pkg}) }()
+	// In-process: the marker is the module's stderr line "tools/call" in
+	// the log at debug, which a worker process does not pass on to the
+	// command's log, and inspect has no --trace.
+	go func() {
+		done <- mainWith(ctx, e, []string{"inspect", "--isolation=in-process", "--log-level", "debug", "--timeout", "1h", pkg})
+	}()
 	waitFor(t, func() bool { return strings.Contains(stdout.String(), "token=") })
 	page, err := url.Parse(strings.TrimSpace(stdout.String()))
 	if err != nil {

@@ -36,10 +36,15 @@ func (e *env) terminal(w io.Writer) bool {
 }
 
 func main() {
-	// This process serves calls and owns its collector (docs/RATIONALE.md).
+	// This process serves calls and owns its collector (docs/RATIONALE.md);
+	// so does a worker, which runs the guests: set before it serves.
 	if _, set := os.LookupEnv("GOGC"); !set {
 		debug.SetGCPercent(runtime.GCPercent)
 	}
+	// A worker process of a runtime this binary started (--isolation
+	// workers) serves and exits here; for any other process this returns
+	// at once.
+	runtime.ServeWorker()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := mainWith(ctx, &env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}, os.Args[1:])
 	stop()
@@ -141,5 +146,6 @@ func commandConstructors() []func(*app) *cobra.Command {
 		newRunCmd,
 		newVersionCmd,
 		newInitCmd,
+		newWorkerCmd,
 	}
 }

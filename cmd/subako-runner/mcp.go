@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -84,6 +86,7 @@ func newMCPCmd(a *app) *cobra.Command {
 	cmd.Flags().Lookup("log-level").DefValue = "info"
 	h.registerTrace(cmd)
 	h.registerMetrics(cmd)
+	h.registerWorkers(cmd)
 	c.register(cmd)
 	fs := cmd.Flags()
 	fs.StringVar(&m.http, "http", "", "serve Streamable HTTP on `ADDR` (HOST:PORT, or PORT for 127.0.0.1:PORT) at /mcp instead of stdio")
@@ -99,23 +102,42 @@ func newMCPCmd(a *app) *cobra.Command {
 }
 
 func runMCP(ctx context.Context, e *env, h *hostFlags, c *callFlags, m *mcpFlags, path string, req runtime.CallRequest) int {
+	keepDir := ""
+	if c.volumes.keepTmp && req.Tmp == "" {
+		// The kept volumes of all the calls are made in one directory,
+		// made now, so the workers can be let write it.
+		dir, err := os.MkdirTemp("", "subako-runner-kept-")
+		if err != nil {
+			return fail(e, "--keep-tmp: %v", err)
+		}
+		keepDir = dir
+		defer os.Remove(dir) // only when no call kept anything there
+	}
+	c.volumes.allow(h, req.Tmp)
+	h.readWrite = append(h.readWrite, keepDir)
+	if m.watch {
+		// A build may make the package directory again: the workers read
+		// its parent, so the new one is theirs too.
+		h.readOnly = append(h.readOnly, filepath.Dir(packageRoot(path)))
+	}
 	cfg, release, err := h.runtimeConfig(e, *req.Limits, path)
 	if err != nil {
-		return fail(e, "%v", err)
+		return startFailed(ctx, e, err)
 	}
 	defer release()
 	cfg.Logger = cfg.Logger.WithOptions(zap.WrapCore(promoteModuleStderr))
 	rt, err := runtime.New(ctx, cfg)
 	if err != nil {
-		return fail(e, "%v", err)
+		return startFailed(ctx, e, err)
 	}
-	defer closeRuntime(ctx, rt)
+	defer func() { h.closing.Store(true); closeRuntime(ctx, rt) }()
+	sandboxWarning(e.stderr, rt.Sandbox())
 	pkg, err := rt.Load(ctx, path)
 	if err != nil {
 		return reportRejectedOnStderr(ctx, e, path, err)
 	}
 	srv := mcpserve.New(pkg, mcpserve.Options{
-		Logger: cfg.Logger, Call: req, KeepTmp: c.volumes.keepTmp,
+		Logger: cfg.Logger, Call: req, KeepTmp: c.volumes.keepTmp, KeepTmpDir: keepDir,
 		AllowRemote: m.allowRemote, AllowedHosts: m.allowedHosts, AllowedOrigins: m.allowedOrigins,
 		MaxSessions: m.maxSessions, SessionIdle: m.sessionIdle, MaxQueued: m.maxQueued,
 	})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -56,9 +57,19 @@ func newRunCmd(a *app) *cobra.Command {
 			if err != nil {
 				return usageErr(cmd, "%v", err)
 			}
+			for _, m := range mounts {
+				if m.ReadOnly {
+					h.readOnly = append(h.readOnly, m.Host)
+				} else {
+					h.readWrite = append(h.readWrite, m.Host)
+				}
+			}
 			rt, closeRT, err := h.openRuntime(a.ctx, a.e, lim, args[0])
+			if pe := (*fs.PathError)(nil); errors.Is(err, fs.ErrNotExist) && errors.As(err, &pe) && pe.Path == args[0] {
+				return status(fail(a.e, "%s: no such module (nothing at that path)", args[0]))
+			}
 			if err != nil {
-				return status(fail(a.e, "%v", err))
+				return status(startFailed(a.ctx, a.e, err))
 			}
 			defer closeRT()
 			env := r.envs
@@ -106,6 +117,9 @@ func runModule(ctx context.Context, e *env, rt *runtime.Runtime, module string, 
 				fmt.Fprintf(e.stderr, "subako-runner: %s: %s\n", r.Code, r.Message)
 			}
 			return exitUsage
+		}
+		if line, ok := workerErrorText(err); ok {
+			return fail(e, "%s", line)
 		}
 		return fail(e, "%v", err)
 	}

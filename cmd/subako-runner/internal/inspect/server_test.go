@@ -26,6 +26,7 @@ const guests = "../../../../testdata/guests/"
 var compiledCache string
 
 func TestMain(m *testing.M) {
+	runtime.ServeWorker() // a runtime of worker processes started by a test
 	os.Exit(testguest.RunWithCompilationCache(m, &compiledCache))
 }
 

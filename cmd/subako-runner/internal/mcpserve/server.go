@@ -43,6 +43,10 @@ type Options struct {
 	// KeepTmp keeps each call's fresh /volume/tmp (when Call.Tmp is empty)
 	// instead of removing it with the call, and logs where it is.
 	KeepTmp bool
+	// KeepTmpDir is where the kept volumes are made; empty means the
+	// system's temporary directory. A runtime of worker processes must let
+	// them write there, so its embedder names one directory for them all.
+	KeepTmpDir string
 	// PageSize is the number of tools per tools/list page; zero means
 	// DefaultPageSize.
 	PageSize int
@@ -425,7 +429,7 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 	if s.opts.KeepTmp && cr.Tmp == "" {
 		// The runtime removes the volumes it makes when it closes; a kept
 		// one is made here, where nothing sweeps it.
-		dir, err := os.MkdirTemp("", "subako-tmp-")
+		dir, err := os.MkdirTemp(s.opts.KeepTmpDir, "subako-tmp-")
 		if err != nil {
 			return textResult(true, "subako-runner could not make the call's /volume/tmp: "+err.Error()), nil
 		}

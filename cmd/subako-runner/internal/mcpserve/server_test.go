@@ -32,6 +32,7 @@ const testdata = "../../../../testdata/"
 var compiledCache string
 
 func TestMain(m *testing.M) {
+	runtime.ServeWorker() // a runtime of worker processes started by a test
 	os.Exit(testguest.RunWithCompilationCache(m, &compiledCache))
 }
 
