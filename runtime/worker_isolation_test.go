@@ -560,3 +560,29 @@ func TestWorkerOutsideItsDirectoriesSaysSo(t *testing.T) {
 		t.Fatalf("a package inside them: %v", err)
 	}
 }
+
+// A Discover in flight on a worker that dies ends as an upload whose
+// worker died does: rejected worker_exited (the Checked went with the
+// worker), never a wait.
+func TestWorkerDiscoverEndsWhenTheWorkerDies(t *testing.T) {
+	heavy(t) // a Go guest: slow to start under -race
+	t.Parallel()
+	obs := newInstanceCounter()
+	rt := newWorkerRT(t, nil, Config{Observer: obs})
+	dir := makePackage(t, testguest.Go(t, guests+"misbehave"), map[string]string{"mode": "timeout_sleep"})
+	c, err := rt.Validate(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := rt.Discover(context.Background(), c, dir); done <- err }()
+	<-obs.started // discovery runs (and sleeps forever)
+	if err := syscall.Kill(rt.workers.pool.Slot(0).Pid(), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	err = <-done
+	var rej *RejectedError
+	if !errors.As(err, &rej) || rej.Rejections[0].Code != CodeWorkerExited {
+		t.Fatalf("Discover on a killed worker: %v; want the rejection worker_exited", err)
+	}
+}

@@ -6,20 +6,24 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/tetratelabs/wazero"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/subako/subako-runner/internal/compile"
 	"github.com/subako/subako-runner/internal/instance"
 	"github.com/subako/subako-runner/internal/tmpvol"
 	"github.com/subako/subako-runner/internal/worker"
+	"github.com/subako/subako-runner/limits"
 	"github.com/subako/subako-runner/protocol"
 )
 
@@ -35,6 +39,8 @@ type workers struct {
 	trace    func(TraceEvent)
 	progress func(ProgressEvent)
 	instObs  InstanceObserver
+	logs     bool // the runtime's logger takes entries: the workers send theirs
+	limits   limits.Limits
 
 	mu      sync.Mutex
 	held    []int64  // estimated resident bytes of the packages each slot holds
@@ -91,12 +97,9 @@ func startWorkers(ctx context.Context, cfg Config, env workerEnv, log *zap.Logge
 	case mem < 0:
 		mem = 0
 	}
-	w := &workers{log: log, grace: grace, trace: cfg.Trace, progress: cfg.Progress}
+	w := &workers{log: log, grace: grace, trace: cfg.Trace, progress: cfg.Progress, logs: zapcore.Level(env.LogLevel) <= zapcore.FatalLevel, limits: env.Limits}
 	w.instObs, _ = cfg.Observer.(InstanceObserver)
-	pool, err := worker.Start(ctx, worker.Config{Path: exe, Args: wc.Args, Env: vars, Count: wc.Count, Grace: grace, MemoryMax: mem, Log: log,
-		OnExit: func(e *worker.ExitError) {
-			log.Warn("worker process ended; a fresh one takes its place", zap.Int("slot", e.Slot), zap.Int("pid", e.Pid), zap.String("reason", e.Reason), zap.String("status", e.Status))
-		}})
+	pool, err := worker.Start(ctx, worker.Config{Path: exe, Args: wc.Args, Env: vars, Count: wc.Count, Grace: grace, MemoryMax: mem, Log: log})
 	if err != nil {
 		return nil, fmt.Errorf("starting worker processes: %w", err)
 	}
@@ -161,7 +164,7 @@ func (w *workers) hold(slot int, bytes int64) {
 // open starts an operation on slot, with the events stream of the slot's
 // current process open first when the runtime's hooks want events.
 func (w *workers) open(ctx context.Context, slot int, header []byte) (*worker.Stream, uint64, error) {
-	if w.trace != nil || w.progress != nil || w.instObs != nil {
+	if w.trace != nil || w.progress != nil || w.instObs != nil || w.logs {
 		w.events(ctx, slot)
 	}
 	return w.pool.Slot(slot).Open(ctx, header)
@@ -182,6 +185,20 @@ func (w *workers) events(ctx context.Context, slot int) {
 		w.mu.Unlock()
 		return
 	}
+	// Nothing starts on the worker before it knows its events stream: its
+	// answer says so (a wireSync of 0). A worker that does not answer in
+	// time is killed, and its next operation finds its replacement.
+	st.SetDeadline(time.Now().Add(eventsLag))
+	m, err := st.Recv()
+	if k, _ := wireKindOf(m); err != nil || k != wireSync {
+		w.mu.Unlock()
+		st.Close()
+		if err == nil {
+			s.KillProtocol()
+		}
+		return
+	}
+	st.SetDeadline(time.Time{})
 	w.evGen[slot], w.evClose[slot], w.evSeen[slot] = gen, st.Close, 0
 	w.mu.Unlock()
 	go func() {
@@ -214,6 +231,13 @@ func (w *workers) events(ctx context.Context, slot int) {
 					return
 				}
 				w.eventsMoved(slot, gen, uint64(seq), false)
+			case wireLog:
+				var e wireLogMsg
+				if decodeWire(m, k, &e) != nil {
+					s.KillProtocol()
+					return
+				}
+				w.relog(slot, e)
 			case wireInstance:
 				var e wireInstanceMsg
 				if decodeWire(m, k, &e) == nil && w.instObs != nil {
@@ -229,6 +253,23 @@ func (w *workers) events(ctx context.Context, slot int) {
 			}
 		}
 	}()
+}
+
+// relog writes a worker's log entry to the runtime's logger, its fields
+// in key order, with the worker's slot.
+func (w *workers) relog(slot int, e wireLogMsg) {
+	ce := w.log.Check(e.Level, e.Message)
+	if ce == nil {
+		return
+	}
+	var fields map[string]any
+	json.Unmarshal(e.Fields, &fields)
+	keys := slices.Sorted(maps.Keys(fields))
+	zf := make([]zap.Field, 0, len(keys)+1)
+	for _, k := range keys {
+		zf = append(zf, zap.Any(k, fields[k]))
+	}
+	ce.Write(append(zf, zap.Int("worker", slot))...)
 }
 
 // eventsMoved records that slot's events stream of generation gen reached
@@ -393,6 +434,14 @@ func (w *workers) call(ctx context.Context, slot int, op string, header []byte) 
 		return nil, 0, workerErr(op, err)
 	}
 	defer st.Close()
+	// The parent's clock, a backstop: each step has its own limit in the
+	// worker (the compile timeout, discovery's), which ends it first.
+	lim := w.limits
+	limit := 2 * lim.CompileTimeout
+	if k, _ := wireKindOf(header); k == wireLoad {
+		limit += lim.DiscoveryTimeout + lim.ExitTimeout
+	}
+	st.SetDeadline(time.Now().Add(limit))
 	stop := context.AfterFunc(ctx, st.Close)
 	defer stop()
 	m, err := w.recv(ctx, slot, st)
@@ -624,6 +673,7 @@ func (rt *Runtime) discoverOnce(ctx context.Context, c *Checked, op, path string
 		return nil, err
 	}
 	defer st.Close()
+	st.SetDeadline(time.Now().Add(rt.limits.DiscoveryTimeout + rt.limits.ExitTimeout))
 	stop := context.AfterFunc(ctx, st.Close)
 	defer stop()
 	m, err := rt.workers.recv(ctx, ref.slot, st)
@@ -678,6 +728,7 @@ func newWorkerRuntime(ctx context.Context, rt *Runtime, cfg Config, compileWorke
 		ReadOnly: cfg.Workers.ReadOnly, ReadWrite: cfg.Workers.ReadWrite,
 		Trace: cfg.Trace != nil, Progress: cfg.Progress != nil}
 	_, env.Instances = cfg.Observer.(InstanceObserver)
+	env.LogLevel = int8(lowestLevel(rt.log))
 	if rt.workers, err = startWorkers(ctx, cfg, env, rt.log); err != nil {
 		rt.wz.Close(ctx)
 		rt.eng.Release()
@@ -685,6 +736,17 @@ func newWorkerRuntime(ctx context.Context, rt *Runtime, cfg Config, compileWorke
 		return nil, err
 	}
 	return rt, nil
+}
+
+// lowestLevel is the lowest level log takes an entry at; above
+// zapcore.FatalLevel when it takes none (zap.NewNop).
+func lowestLevel(log *zap.Logger) zapcore.Level {
+	for l := zapcore.DebugLevel; l <= zapcore.FatalLevel; l++ {
+		if log.Core().Enabled(l) {
+			return l
+		}
+	}
+	return zapcore.FatalLevel + 1
 }
 
 // Sandbox reports the layers of the process sandbox this runtime's guests

@@ -10,6 +10,7 @@ import (
 	"os"
 	"runtime/debug"
 	"sync"
+	"syscall"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -35,7 +36,9 @@ func ServeWorker() {
 	if !ok {
 		return
 	}
-	if err := serveWorker(ch); err != nil {
+	if err := serveWorker(ch); err != nil && !errors.Is(err, syscall.ECONNRESET) {
+		// A reset is the parent closing with frames unread: its close, not
+		// a failure worth a line in its log.
 		fmt.Fprintln(os.Stderr, "subako worker:", err)
 		os.Exit(2)
 	}
@@ -71,7 +74,7 @@ func serveWorker(ch *os.File) error {
 	w := &workerServer{pkgs: map[uint64]*Package{}, checked: map[uint64]*Checked{}}
 	lim := env.Limits
 	cfg := Config{
-		Logger:                 zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.Lock(os.Stderr), zap.WarnLevel)),
+		Logger:                 zap.New(&forwardCore{w: w, level: zapcore.Level(env.LogLevel), stderr: zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.Lock(os.Stderr), zap.WarnLevel)}),
 		Limits:                 &lim,
 		CompilationCacheDir:    env.CacheDir,
 		StrictCompilationCache: env.StrictCache,
@@ -195,6 +198,10 @@ func (w *workerServer) serve(ctx context.Context, header []byte, s *worker.Strea
 		w.mu.Lock()
 		w.events = s
 		w.mu.Unlock()
+		// The parent starts nothing on this worker before this answer: no
+		// event of the work it starts next is sent before the stream is
+		// known here.
+		s.Send(encodeWire(wireSync, wireSeq(0)))
 		<-ctx.Done()
 		return nil, nil
 	case wireLoad:
@@ -470,3 +477,50 @@ func failureOf(err error) wireFailure {
 	}
 	return f
 }
+
+// forwardCore is a worker runtime's log: its entries go to the parent's
+// logger over the events stream (module stderr at debug, the runtime's own
+// warnings), and to stderr at warn while there is no events stream (the
+// pool logs a worker's stderr).
+type forwardCore struct {
+	w      *workerServer
+	level  zapcore.Level
+	fields []zapcore.Field
+	stderr zapcore.Core
+}
+
+func (c *forwardCore) Enabled(l zapcore.Level) bool { return l >= c.level || c.stderr.Enabled(l) }
+
+func (c *forwardCore) With(fields []zapcore.Field) zapcore.Core {
+	return &forwardCore{w: c.w, level: c.level, fields: append(append([]zapcore.Field(nil), c.fields...), fields...), stderr: c.stderr.With(fields)}
+}
+
+func (c *forwardCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
+	if c.Enabled(e.Level) {
+		return ce.AddCore(e, c)
+	}
+	return ce
+}
+
+func (c *forwardCore) Write(e zapcore.Entry, fields []zapcore.Field) error {
+	c.w.mu.Lock()
+	s := c.w.events
+	c.w.mu.Unlock()
+	if s == nil || e.Level < c.level {
+		if c.stderr.Enabled(e.Level) {
+			return c.stderr.Write(e, fields)
+		}
+		return nil
+	}
+	enc := zapcore.NewMapObjectEncoder()
+	for _, f := range append(append([]zapcore.Field(nil), c.fields...), fields...) {
+		f.AddTo(enc)
+	}
+	doc, err := json.Marshal(enc.Fields)
+	if err != nil {
+		return err
+	}
+	return s.Send(encodeWire(wireLog, wireLogMsg{Level: e.Level, Message: e.Message, Fields: doc}))
+}
+
+func (c *forwardCore) Sync() error { return nil }

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"time"
 
+	"go.uber.org/zap/zapcore"
+
 	"github.com/subako/subako-runner/limits"
 	"github.com/subako/subako-runner/protocol"
 )
@@ -50,6 +52,7 @@ const (
 	wireTrace     // worker → parent (events stream)
 	wireProgress  // worker → parent (events stream)
 	wireInstance  // worker → parent (events stream): an instance started or ended
+	wireLog       // worker → parent (events stream): a log entry
 
 	wireReply // worker → parent: the operation's final answer
 	wireError // worker → parent: the operation's failure
@@ -140,6 +143,10 @@ type workerEnv struct {
 	ReadOnly           []string
 	ReadWrite          []string
 	Trace, Progress    bool
+	// LogLevel is the parent logger's lowest enabled level: the worker
+	// sends its log entries from there up to the parent (module stderr
+	// lines at debug among them), as a zapcore.Level; above FatalLevel, none.
+	LogLevel int8
 	// Instances: the parent's Observer counts instances, so the worker
 	// reports their starts and ends.
 	Instances bool
@@ -307,4 +314,12 @@ type wireProgressMsg struct {
 
 type wireInstanceMsg struct {
 	Started bool
+}
+
+// wireLogMsg is one of the worker's log entries: its fields as a JSON
+// object.
+type wireLogMsg struct {
+	Level   zapcore.Level
+	Message string
+	Fields  []byte
 }
