@@ -52,6 +52,19 @@ func (o *instanceCounter) InstanceStarted(context.Context) {
 }
 func (o *instanceCounter) InstanceEnded(context.Context) {}
 
+// drain forgets the starts reported so far (a Load's discovery): the next
+// receive on started is an instance started after it. Load and Call
+// return only once their worker's events have been delivered.
+func (o *instanceCounter) drain() {
+	for {
+		select {
+		case <-o.started:
+		default:
+			return
+		}
+	}
+}
+
 func (o *instanceCounter) events() []CallEvent {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -115,6 +128,7 @@ func TestWorkerKilledMidCall(t *testing.T) {
 	pkg := load(t, rt, makePackage(t, testguest.Go(t, guests+"misbehave"), nil))
 	slot := rt.workers.pool.Slot(0)
 	gen, pid := slot.Generation(), slot.Pid()
+	obs.drain()
 	done := make(chan error, 1)
 	go func() {
 		_, err := pkg.Call(context.Background(), CallRequest{Tool: "timeout_sleep"})
@@ -271,7 +285,9 @@ func scanProcessMemory(t *testing.T, pid int, needles ...[]byte) []bool {
 func TestWorkerTimeoutIsACrashAndTheWorkerStays(t *testing.T) {
 	heavy(t) // a Go guest: slow to start under -race
 	t.Parallel()
-	rt := newWorkerRT(t, nil, Config{})
+	// A long grace: the worker's own deadline must end the guest first,
+	// however loaded the machine.
+	rt := newWorkerRT(t, nil, Config{Workers: WorkerConfig{Grace: 30 * time.Second}})
 	pkg := load(t, rt, makePackage(t, testguest.Go(t, guests+"misbehave"), nil))
 	gen := rt.workers.pool.Slot(0).Generation()
 	lim := limits.Default()
@@ -375,6 +391,7 @@ func TestWorkerCallCanceledAndClosed(t *testing.T) {
 		obs := newInstanceCounter()
 		rt := newWorkerRT(t, nil, Config{Observer: obs})
 		pkg := load(t, rt, makePackage(t, testguest.Go(t, guests+"misbehave"), nil))
+		obs.drain()
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() {

@@ -94,7 +94,13 @@ func TestWorkerUnmeteredGuestKilledAtDeadline(t *testing.T) {
 		if unmetered {
 			t.Setenv(unmeteredEnv, "1")
 		}
-		rt := newWorkerRT(t, &lim, Config{Workers: WorkerConfig{Grace: 200 * time.Millisecond}})
+		// The control's grace is long: on a loaded machine its own
+		// deadline must end the guest first, however slowly.
+		grace := 30 * time.Second
+		if unmetered {
+			grace = 200 * time.Millisecond
+		}
+		rt := newWorkerRT(t, &lim, Config{Workers: WorkerConfig{Grace: grace}})
 		slot := rt.workers.pool.Slot(0)
 		gen := slot.Generation()
 		res, err := rt.RunCommand(context.Background(), path, Command{})
@@ -151,12 +157,12 @@ func TestWorkerKilledForANeighbourIsNotATimeout(t *testing.T) {
 	obs := newInstanceCounter()
 	rt := newWorkerRT(t, nil, Config{Observer: obs, Workers: WorkerConfig{Grace: 200 * time.Millisecond}})
 	pkg := load(t, rt, makePackage(t, testguest.Go(t, guests+"misbehave"), nil))
+	obs.drain() // discovery's instance
 	done := make(chan error, 1)
 	go func() {
 		_, err := pkg.Call(context.Background(), CallRequest{Tool: "timeout_sleep"})
 		done <- err
 	}()
-	<-obs.started // discovery's instance
 	<-obs.started // the call's
 	lim := limits.Default()
 	lim.CallTimeout = 300 * time.Millisecond
