@@ -55,7 +55,9 @@ test: fmt-check vet mcp-clients
 	@test -x "$${SUBAKO_ASC:-/tmp/subako-asc-0.28.20/node_modules/.bin/asc}" || \
 	  echo '*** no AssemblyScript compiler at $${SUBAKO_ASC:-/tmp/subako-asc-0.28.20/node_modules/.bin/asc}: the build of the AssemblyScript template (init --lang as) is SKIPPED (npm install --prefix /tmp/subako-asc-0.28.20 assemblyscript@0.28.20, or set SUBAKO_ASC; in CI it fails without it) ***' >&2
 	SUBAKO_TEST_COMPILATION_CACHE=$(TEST_CACHE) $(GO) test -vet=off -timeout 15m $(SLOW_TESTS) ./...
-	SUBAKO_TEST_COMPILATION_CACHE=$(TEST_CACHE) $(GO) test -vet=off -race -short -run '^(Test|Fuzz)' -timeout 15m $(SLOW_TESTS) ./...
+	# GORACE: a race-built process sleeps a second at exit by default, and
+	# every command the CLI's tests run starts (and ends) a race-built worker.
+	GORACE=atexit_sleep_ms=0 SUBAKO_TEST_COMPILATION_CACHE=$(TEST_CACHE) $(GO) test -vet=off -race -short -run '^(Test|Fuzz)' -timeout 15m $(SLOW_TESTS) ./...
 	# The process layer's own probes (tag subakoprobe: a worker that tries to
 	# escape, a guest with metering off), which no release build contains.
 	SUBAKO_TEST_COMPILATION_CACHE=$(TEST_CACHE) $(GO) test -vet=off -tags subakoprobe -run '^TestWorker' -timeout 10m ./runtime/

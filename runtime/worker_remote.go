@@ -56,7 +56,7 @@ type workers struct {
 // runtime's own settings, never the embedder's secrets (a worker taken
 // over by its guest could read its environment).
 func workerEnvVars() []string {
-	return append([]string{"GOGC", "GOMEMLIMIT", "GOMAXPROCS", "GODEBUG", "GOTRACEBACK", "GOCOVERDIR"}, testEnvVars()...)
+	return append([]string{"GOGC", "GOMEMLIMIT", "GOMAXPROCS", "GODEBUG", "GOTRACEBACK", "GOCOVERDIR", "GORACE"}, testEnvVars()...)
 }
 
 // workerEnviron is a worker's whole environment: its configuration and
