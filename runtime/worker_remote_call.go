@@ -24,7 +24,6 @@ import (
 // policy and its credentials. The worker only ever sees request and
 // response documents.
 type remoteSession struct {
-	place  interface{ Done() }
 	end    func()
 	ctx    context.Context // admitted: ends also when the runtime closes
 	mounts *fsmount.Set
