@@ -247,14 +247,17 @@ func (rt *Runtime) Close(ctx context.Context) error {
 		// The calls in flight end with ErrClosed as their contexts end
 		// (the engine's close); the workers then exit as their channels
 		// close, or are killed when ctx ends first.
+		var waited error
 		select {
 		case <-instances:
 		case <-ctx.Done():
-			// The pool's close kills what is left.
+			// The pool's close kills what is left: nothing of a worker's
+			// outlives its runtime.
+			waited = ctx.Err()
 		}
 		err := rt.workers.close(ctx)
 		rt.eng.Release()
-		return errors.Join(err, rt.wz.Close(ctx), rt.volumes.Close())
+		return errors.Join(waited, err, rt.wz.Close(ctx), rt.volumes.Close())
 	}
 	idle := make(chan struct{})
 	go func() {

@@ -603,3 +603,20 @@ func TestWorkerDiscoverEndsWhenTheWorkerDies(t *testing.T) {
 		t.Fatalf("Discover on a killed worker: %v; want the rejection worker_exited", err)
 	}
 }
+
+// Package.Close stays safe after Runtime.Close, as in process: the
+// package went with its worker, and closing it again is no error.
+func TestWorkerPackageCloseAfterRuntimeClose(t *testing.T) {
+	t.Parallel()
+	rt := newWorkerRT(t, nil, Config{})
+	pkg, err := rt.Load(context.Background(), "../testdata/packages/cgreet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := pkg.Close(context.Background()); err != nil {
+		t.Fatalf("Package.Close after Runtime.Close: %v", err)
+	}
+}

@@ -420,7 +420,10 @@ func (r *remoteRef) release(ctx context.Context) error {
 		return nil // the worker that held it is gone, and the package with it
 	}
 	_, _, err := r.w.call(ctx, r.slot, "release", encodeWire(wireRelease, wireHandleReq{Handle: h}))
-	if errors.Is(err, worker.ErrClosed) {
+	var werr *WorkerError
+	if errors.Is(err, worker.ErrClosed) || errors.Is(err, ErrClosed) || errors.As(err, &werr) {
+		// The runtime closed, or the worker died: either way the package
+		// went with its worker.
 		return nil
 	}
 	return err
