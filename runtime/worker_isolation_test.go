@@ -527,20 +527,23 @@ func TestWorkerTraceArrivesBeforeTheAnswer(t *testing.T) {
 // worker's word: the parent looks at every directory a worker call used
 // before it goes back to the pool, so the calls after it get a fresh one.
 func TestWorkerTouchedTmpIsLookedAt(t *testing.T) {
-	heavy(t) // a Go guest: slow to start under -race
 	if !tmpvol.Recycles(t.TempDir()) {
 		t.Skip("no directory metadata to compare on this platform: nothing is reused")
 	}
 	t.Parallel()
 	rt := newWorkerRT(t, nil, Config{TempDir: t.TempDir()})
 	pkg := load(t, rt, makePackage(t, testguest.Go(t, guests+"volops"), nil))
-	for _, op := range []struct{ op, path, to string }{
+	ops := []struct{ op, path, to string }{
 		{"create", "/volume/tmp/f", ""},
 		{"churn", "/volume/tmp/f", ""},
 		{"chtimes", "/volume/tmp", ""},
 		{"mkdir", "/volume/tmp/d", ""},
 		{"symlink", "/volume/tmp/l", "x"},
-	} {
+	}
+	if testing.Short() {
+		ops = ops[:1] // a Go guest's calls are slow under -race
+	}
+	for _, op := range ops {
 		rt.volumes.Flush()
 		unlooked := unlookedVolumes(rt)
 		volop(t, pkg, op.op, op.path, op.to)
