@@ -209,7 +209,7 @@ func (w *workers) events(ctx context.Context, slot int) {
 				return
 			}
 			k, err := wireKindOf(m)
-			if err != nil {
+			if err != nil || int64(len(m)) > w.maxEvent() {
 				s.KillProtocol()
 				return
 			}
@@ -254,6 +254,12 @@ func (w *workers) events(ctx context.Context, slot int) {
 		}
 	}()
 }
+
+// maxEvent bounds one message of an events stream: a trace line (at most
+// a stdout line) and its envelope. The channel's own bound is the largest
+// artifact's; an event past this one is a worker's lie, and it is killed
+// before the parent decodes (and logs) it.
+func (w *workers) maxEvent() int64 { return w.limits.StdoutLine + 64<<10 }
 
 // relog writes a worker's log entry to the runtime's logger, its fields
 // in key order, with the worker's slot.

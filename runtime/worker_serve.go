@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/subako/subako-runner/fsmount"
+	"github.com/subako/subako-runner/hostmod/subakohttp"
 	"github.com/subako/subako-runner/internal/sandbox"
 	"github.com/subako/subako-runner/internal/worker"
 	"github.com/subako/subako-runner/limits"
@@ -338,7 +339,7 @@ func (w *workerServer) keepPackage(p *Package) ([]byte, error) {
 	w.pkgs[h] = p
 	w.mu.Unlock()
 	d := p.discovery
-	return encodeWire(wireReply, wirePackage{Handle: h, Artifact: doc, Metered: a.Metered, Opened: p.Opened, Resident: p.ResidentBytes(), Imports: p.Imports(),
+	return encodeWire(wireReply, wirePackage{Handle: h, Artifact: doc, Metered: a.Metered, Opened: p.Opened, Imports: p.Imports(),
 		Discovery: wireDiscovery{Pages: d.Pages, Notifications: d.Notifications, Duration: d.Duration, Stderr: d.Stderr, MemoryBytes: d.MemoryBytes, FuelUsed: d.FuelUsed}}), nil
 }
 
@@ -388,8 +389,7 @@ func streamExchange(s *worker.Stream, replies <-chan []byte) func(ctx context.Co
 // httpHostFailure is the response document of a request the parent could
 // not be asked: the guest sees a failed request, never a hang.
 func httpHostFailure(err error) []byte {
-	doc, _ := json.Marshal(map[string]any{"error": map[string]string{"kind": "connection", "message": "the host could not perform the request: " + err.Error()}})
-	return doc
+	return (&subakohttp.Error{Kind: subakohttp.KindConnection, Message: "the host could not perform the request: " + err.Error()}).Document()
 }
 
 // command runs a RunCommand the parent asked for, its stdio over the

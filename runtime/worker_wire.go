@@ -212,7 +212,6 @@ type wirePackage struct {
 	Metered   []byte
 	Discovery wireDiscovery
 	Opened    *Opened
-	Resident  int64
 	Imports   []Import
 }
 

@@ -39,14 +39,7 @@ type progress struct {
 // newProgress returns the hook of runtime.Config.Progress for the module
 // or package at path.
 func newProgress(w io.Writer, log *zap.Logger, path, cacheDir string) *progress {
-	p := &progress{w: w, log: log, subject: moduleName(path), cacheDir: cacheDir}
-	if log.Core().Enabled(zap.DebugLevel) {
-		// Counted now too: a worker process may send the compilation's
-		// end without its start (its events stream opens beside the
-		// operation, and what the worker says before it is open is lost).
-		p.cacheBefore = countFiles(cacheDir)
-	}
-	return p
+	return &progress{w: w, log: log, subject: moduleName(path), cacheDir: cacheDir}
 }
 
 // moduleName is how the status line names the module at path.

@@ -51,6 +51,12 @@ func marshalCompact(v any) []byte {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 }
 
+// Document is the response document of a request that failed with e, as
+// request answers it: {"error":{"kind":…,"message":…}}. A host that
+// performs requests elsewhere (the runtime's worker processes) answers its
+// own failures to reach that place with it.
+func (e *Error) Document() []byte { return errorResponse(e) }
+
 func errorResponse(e *Error) []byte {
 	return marshalCompact(map[string]any{"error": map[string]string{"kind": string(e.Kind), "message": e.Message}})
 }
