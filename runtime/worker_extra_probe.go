@@ -38,6 +38,9 @@ func testSandboxKnobs(cfg *sandbox.Config) {
 type wireSandboxProbe struct {
 	// TCP is a loopback address a test listens on.
 	TCP string
+	// BigEvent, when set, makes the worker send a trace event of that
+	// many line bytes, as a lying worker would, and nothing else.
+	BigEvent int
 }
 
 // wireProbeOutcome is one attempt: Err is empty when it succeeded.
@@ -53,6 +56,10 @@ func (w *workerServer) serveExtra(ctx context.Context, kind wireKind, header []b
 	var req wireSandboxProbe
 	if err := decodeWire(header, kind, &req); err != nil {
 		return nil, err
+	}
+	if req.BigEvent > 0 {
+		w.event(wireTrace, wireTraceMsg{Event: TraceEvent{Kind: TraceStderr, Line: make([]byte, req.BigEvent)}})
+		return encodeWire(wireReply, []wireProbeOutcome(nil)), nil
 	}
 	var out []wireProbeOutcome
 	try := func(name string, f func() error) {

@@ -177,3 +177,32 @@ func TestWorkerKilledForANeighbourIsNotATimeout(t *testing.T) {
 		t.Fatalf("the call beside it: %v; want a *WorkerError of reason deadline", err)
 	}
 }
+
+// An event bigger than any trace line is a worker's lie: the parent kills
+// the worker before it decodes the event, and no hook sees it.
+func TestWorkerOversizedEventKillsItsWorker(t *testing.T) {
+	var traced atomic.Int32
+	rt := newWorkerRT(t, nil, Config{Trace: func(TraceEvent) { traced.Add(1) }})
+	slot := rt.workers.pool.Slot(0)
+	gen := slot.Generation()
+	over := int(rt.workers.maxEvent())
+	_, _, err := rt.workers.call(context.Background(), 0, "probe", encodeWire(wireProbeSandbox, wireSandboxProbe{BigEvent: over}))
+	// The answer may or may not have left before the kill; the worker
+	// must be gone either way.
+	t.Logf("probe: %v", err)
+	for deadline := time.Now().Add(30 * time.Second); slot.Generation() == gen; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("a worker that sent an event past the bound was not killed")
+		}
+	}
+	if n := traced.Load(); n != 0 {
+		t.Fatalf("the hook saw %d events from the lying worker", n)
+	}
+	// A line within the bound is traced and costs nothing.
+	if _, _, err := rt.workers.call(context.Background(), 0, "probe", encodeWire(wireProbeSandbox, wireSandboxProbe{BigEvent: 100})); err != nil {
+		t.Fatal(err)
+	}
+	if traced.Load() != 1 {
+		t.Fatalf("an event within the bound: %d traced, want 1", traced.Load())
+	}
+}
