@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,12 +27,20 @@ var ErrTooLarge = errors.New("worker: message larger than the peer accepts")
 // creates streams.
 type conn struct {
 	rwc    io.ReadWriteCloser
+	src    reader
 	r      *bufio.Reader
 	parent bool
 	// maxMessage: largest message accepted from the peer.
 	maxMessage int64
 	// peerMax: largest message the peer accepts (the worker learns it from SETTINGS).
 	peerMax atomic.Int64
+	// active: when a frame last went either way (UnixNano), and ops: the
+	// streams open that are operations (not Background); together they
+	// decide whether the reader polls or parks (spinReader).
+	active atomic.Int64
+	ops    atomic.Int32
+	// delivered: the reader woke a stream's receiver (shouldPoll).
+	delivered atomic.Bool
 
 	wmu   sync.Mutex
 	wwait atomic.Int32
@@ -54,14 +63,28 @@ type conn struct {
 
 	// worker side
 	handle   func(ctx context.Context, header []byte, s *Stream)
+	jobs     chan job // to an idle handler goroutine
 	baseCtx  context.Context
 	handlers sync.WaitGroup
 }
 
-func newConn(rwc io.ReadWriteCloser, parent bool, maxMessage int64) *conn {
+// reader is what the conn reads frames from: the channel, polled or not.
+type reader interface {
+	io.Reader
+	kick()
+}
+
+// plainReader parks whenever there is nothing to read.
+type plainReader struct{ io.Reader }
+
+func (plainReader) kick() {}
+
+// newConn makes one end of a channel; spinners, when not nil, counts the
+// readers of this process that are polling (spinReader), and lets the
+// reader poll.
+func newConn(rwc io.ReadWriteCloser, parent bool, maxMessage int64, spinners *atomic.Int32) *conn {
 	c := &conn{
 		rwc:        rwc,
-		r:          bufio.NewReaderSize(rwc, 64<<10),
 		w:          bufio.NewWriterSize(rwc, 64<<10),
 		parent:     parent,
 		maxMessage: maxMessage,
@@ -69,8 +92,14 @@ func newConn(rwc io.ReadWriteCloser, parent bool, maxMessage int64) *conn {
 		closed:     make(chan struct{}),
 		ctlCredit:  make(map[uint32]uint32),
 		ctlWake:    make(chan struct{}, 1),
+		jobs:       make(chan job),
 	}
 	c.peerMax.Store(maxMessageLimit)
+	c.src = plainReader{rwc}
+	if f, ok := rwc.(*os.File); ok {
+		c.src = newSpinReader(f, c.shouldPoll, spinners)
+	}
+	c.r = bufio.NewReaderSize(c.src, 64<<10)
 	return c
 }
 
@@ -102,6 +131,7 @@ func (c *conn) writeLocked(h frameHeader, payload []byte) error {
 	}
 	if err == nil && c.wwait.Load() == 0 {
 		err = c.w.Flush()
+		c.active.Store(time.Now().UnixNano())
 	}
 	if err != nil {
 		c.werr = err
@@ -157,6 +187,53 @@ func (c *conn) wakeCtl() {
 	}
 }
 
+// The reader's polling (spinReader): spinWindow after the channel's last
+// frame, spinBusy at most while an operation is open. Their cost and why
+// they are these sizes: RATIONALE, "The channel's reader polls".
+const (
+	spinWindow = 200 * time.Microsecond
+	spinBusy   = 250 * time.Microsecond
+)
+
+// shouldPoll reports whether the reader, finding nothing to read, polls
+// again rather than parking. Each side polls while the other one works,
+// so that a call keeps one thread of each process busy, never more: the
+// parent while it waits for an answer (an operation is open), for up to
+// spinBusy after the channel's last frame; a worker while it waits for
+// the next request (no operation is open), for spinWindow after its last
+// frame. While a worker's operation runs the CPU is its handler's, and
+// while the parent works on an answer, its caller's.
+//
+// yield says the reader handed a message (or an end) to a goroutine that
+// waits for it since it last polled: that goroutine should run now.
+func (c *conn) shouldPoll() (again, yield bool) {
+	idle := time.Duration(time.Now().UnixNano() - c.active.Load())
+	yield = c.delivered.Swap(false)
+	if c.parent {
+		return idle < spinBusy && c.ops.Load() > 0, yield
+	}
+	return idle < spinWindow && c.ops.Load() == 0, yield
+}
+
+// register adds a new stream (c.mu held). The parent's reader polls for
+// its answer from now on.
+func (c *conn) register(s *Stream) {
+	c.streams[s.id] = s
+	c.ops.Add(1)
+	if c.parent {
+		c.src.kick()
+	}
+}
+
+// opDone counts an operation out (c.mu held). A worker's reader polls for
+// the next request once none is left.
+func (c *conn) opDone() {
+	if c.ops.Add(-1) == 0 && !c.parent {
+		c.active.Store(time.Now().UnixNano())
+		c.src.kick()
+	}
+}
+
 // fail finishes the connection: every stream still registered reports err.
 func (c *conn) fail(err error) {
 	c.mu.Lock()
@@ -165,6 +242,7 @@ func (c *conn) fail(err error) {
 	}
 	streams := c.streams
 	c.streams = make(map[uint32]*Stream)
+	c.ops.Store(0)
 	c.mu.Unlock()
 	for _, s := range streams {
 		s.terminate(err)
@@ -183,6 +261,9 @@ func (c *conn) remove(s *Stream) {
 	c.mu.Lock()
 	if c.streams[s.id] == s {
 		delete(c.streams, s.id)
+		if !s.background {
+			c.opDone()
+		}
 	}
 	c.mu.Unlock()
 }
@@ -195,6 +276,7 @@ func (c *conn) readLoop(first func([]byte)) error {
 		if _, err := io.ReadFull(c.r, hb[:]); err != nil {
 			return err
 		}
+		c.active.Store(time.Now().UnixNano())
 		h, err := parseHeader(hb[:])
 		if err != nil {
 			return err
@@ -251,7 +333,7 @@ func (c *conn) handleFrame(h frameHeader) error {
 		c.lastID = h.id
 		s = newStream(c, h.id)
 		s.ctx, s.cancel = context.WithCancel(c.baseCtx)
-		c.streams[h.id] = s
+		c.register(s)
 	}
 	c.mu.Unlock()
 	switch h.typ {
@@ -274,7 +356,7 @@ func (c *conn) handleFrame(h frameHeader) error {
 		}
 		s.eof = true
 		s.mu.Unlock()
-		signal(s.rwake)
+		c.deliver(s)
 	case frameReset:
 		// A reset may cut a message short (Close during a Send elsewhere).
 		c.remove(s)
@@ -288,7 +370,7 @@ func (c *conn) handleFrame(h frameHeader) error {
 		if s.cancel != nil {
 			s.cancel()
 		}
-		signal(s.rwake)
+		c.deliver(s)
 		signal(s.cwake)
 	}
 	return nil
@@ -371,14 +453,18 @@ func (c *conn) readData(s *Stream, h frameHeader) error {
 	if give > 0 {
 		c.queueCredit(s.id, give)
 	}
-	signal(s.rwake)
+	c.deliver(s)
 	if !c.parent && !s.started && s.partial == nil {
 		c.startHandler(s)
 	}
 	return nil
 }
 
-// startHandler runs the worker's handler once the header message is complete.
+// startHandler runs the worker's handler once the header message is
+// complete, on a goroutine that ran an earlier one if one is idle: its
+// stack has grown to what a call needs (wazero's calls are deep), and a
+// fresh goroutine would grow it again, copying it several times, on every
+// call.
 func (c *conn) startHandler(s *Stream) {
 	s.mu.Lock()
 	header := s.queue[0]
@@ -388,11 +474,43 @@ func (c *conn) startHandler(s *Stream) {
 	s.mu.Unlock()
 	s.consumed()
 	c.handlers.Add(1)
-	go func() {
-		defer c.handlers.Done()
-		defer s.finish()
-		c.handle(s.ctx, header, s)
-	}()
+	j := job{s: s, header: header}
+	select {
+	case c.jobs <- j:
+	default:
+		go c.handlerLoop(j)
+	}
+}
+
+// job is one stream for a handler goroutine.
+type job struct {
+	s      *Stream
+	header []byte
+}
+
+// handlerLoop runs j, then every job handed to it while it waits idle,
+// until the channel ends.
+func (c *conn) handlerLoop(j job) {
+	for {
+		c.runHandler(j)
+		select {
+		case j = <-c.jobs:
+		case <-c.closed:
+			return
+		}
+	}
+}
+
+func (c *conn) runHandler(j job) {
+	defer c.handlers.Done()
+	defer j.s.finish()
+	c.handle(j.s.ctx, j.header, j.s)
+}
+
+// deliver wakes s's receiver from the reader.
+func (c *conn) deliver(s *Stream) {
+	c.delivered.Store(true)
+	signal(s.rwake)
 }
 
 func signal(ch chan struct{}) {
@@ -427,13 +545,16 @@ type Stream struct {
 	smu     sync.Mutex
 	sentEOF bool
 
+	background bool // c.mu: not an operation (SetBackground)
+
 	// parent side
 	proc        *proc
 	deadlineSeq uint64
 	// worker side
-	ctx     context.Context
-	cancel  context.CancelFunc
-	started bool
+	sentReset bool // s.mu: the handler's end went out (SendLast or finish)
+	ctx       context.Context
+	cancel    context.CancelFunc
+	started   bool
 }
 
 func newStream(c *conn, id uint32) *Stream {
@@ -585,6 +706,43 @@ func (s *Stream) writeErr(err error) error {
 	return err
 }
 
+// SendLast (worker side) sends msgs, the CloseSend and the end of the
+// handler's stream together, in one write to the channel: the handler
+// has nothing more to send, and it should return soon after (its stream
+// is let go of then). Parent side it is Sends and CloseSend.
+func (s *Stream) SendLast(msgs ...[]byte) error {
+	c := s.c
+	c.wwait.Add(1) // no frame flushes before the last one
+	defer func() {
+		if c.wwait.Add(-1) == 0 {
+			c.lockWriter()
+			if c.werr == nil && c.w.Buffered() > 0 {
+				if err := c.w.Flush(); err != nil {
+					c.werr = err
+				}
+				c.active.Store(time.Now().UnixNano())
+			}
+			c.wmu.Unlock()
+		}
+	}()
+	for _, m := range msgs {
+		if err := s.Send(m); err != nil {
+			return err
+		}
+	}
+	if err := s.CloseSend(); err != nil || c.parent {
+		return err
+	}
+	s.mu.Lock()
+	send := !s.done && s.err == nil && !s.sentReset
+	s.sentReset = true
+	s.mu.Unlock()
+	if send {
+		return c.writeFrame(frameHeader{typ: frameReset, id: s.id}, nil)
+	}
+	return nil
+}
+
 // CloseSend tells the peer no more messages follow (its Recv returns io.EOF).
 func (s *Stream) CloseSend() error {
 	s.smu.Lock()
@@ -632,6 +790,21 @@ func (s *Stream) Close() {
 	signal(s.cwake)
 }
 
+// SetBackground marks a stream that stays open between operations (an
+// events stream): the channel's reader does not poll for it (see
+// spinReader).
+func (s *Stream) SetBackground() {
+	c := s.c
+	c.mu.Lock()
+	if !s.background {
+		s.background = true
+		if c.streams[s.id] == s {
+			c.opDone()
+		}
+	}
+	c.mu.Unlock()
+}
+
 // SetDeadline (parent side) arranges for the worker process to be killed
 // if the stream is still open at t plus the pool's Grace; Recv then
 // returns an *ExitError with Reason ExitDeadline. The zero time clears it.
@@ -675,7 +848,8 @@ func (s *Stream) terminate(err error) {
 func (s *Stream) finish() {
 	s.CloseSend()
 	s.mu.Lock()
-	send := !s.done && s.err == nil
+	send := !s.done && s.err == nil && !s.sentReset
+	s.sentReset = true
 	s.closed = true
 	s.queue = nil
 	s.mu.Unlock()

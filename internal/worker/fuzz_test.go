@@ -26,7 +26,7 @@ func FuzzReadLoop(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte, parent bool) {
 		const maxMessage = 1 << 20
-		c := newConn(fuzzRW{bytes.NewReader(data), io.Discard}, parent, maxMessage)
+		c := newConn(fuzzRW{bytes.NewReader(data), io.Discard}, parent, maxMessage, nil)
 		var streams []*Stream
 		var first func([]byte)
 		if parent {

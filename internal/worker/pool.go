@@ -102,6 +102,8 @@ type Pool struct {
 	grace time.Duration
 	env   []string
 	slots []*Slot
+	// spinners: the channels' readers polling now (spinReader).
+	spinners atomic.Int32
 
 	ctx    context.Context // canceled by Close
 	cancel context.CancelFunc
@@ -414,7 +416,7 @@ func (pr *proc) open(header []byte) (*Stream, error) {
 	}
 	c.lastID++
 	st.id = c.lastID
-	c.streams[st.id] = st
+	c.register(st)
 	c.mu.Unlock()
 	err := c.writeLocked(frameHeader{typ: frameData, flags: flagFirst, id: st.id, aux: uint32(len(header))}, header[:n])
 	c.wmu.Unlock()
@@ -475,7 +477,7 @@ func (s *Slot) spawn(ctx context.Context) (*proc, error) {
 		stderr:  tail,
 		done:    make(chan struct{}),
 	}
-	pr.conn = newConn(f, true, p.cfg.MaxMessage)
+	pr.conn = newConn(f, true, p.cfg.MaxMessage, &p.spinners)
 	p.mu.Lock()
 	p.procs[pr] = struct{}{}
 	p.wg.Add(1)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"sync/atomic"
 )
 
 const supported = false
@@ -17,3 +18,5 @@ func startProcess(string, []string, []string, io.Writer) (*exec.Cmd, *os.File, e
 func killProcess(cmd *exec.Cmd) { cmd.Process.Kill() }
 
 func channelFile(int) (*os.File, bool) { return nil, false }
+
+func newSpinReader(f *os.File, _ func() (bool, bool), _ *atomic.Int32) reader { return plainReader{f} }

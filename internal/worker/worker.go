@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"sync/atomic"
 )
 
 // Channel returns the worker's end of the channel when this process was
@@ -27,7 +28,8 @@ func Serve(ctx context.Context, ch *os.File, hello []byte, handle func(ctx conte
 	if len(hello) > maxFrame {
 		return errors.New("worker: hello larger than 256 KiB")
 	}
-	c := newConn(ch, false, maxMessageLimit)
+	var spinners atomic.Int32
+	c := newConn(ch, false, maxMessageLimit, &spinners)
 	c.handle = handle
 	base, cancel := context.WithCancel(ctx)
 	defer cancel()

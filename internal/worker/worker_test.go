@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -131,6 +132,14 @@ func testWorker(ch *os.File) int {
 			putHeader(hb[:], frameHeader{typ: 0xEE, id: 1})
 			ch.Write(hb[:])
 			<-ctx.Done()
+		case "last":
+			// Three messages and the stream's end in one write (SendLast).
+			s.SendLast([]byte("one"), []byte("two"), []byte("three"))
+		case "goid":
+			s.Send([]byte(goroutineID()))
+			if arg == "wait" {
+				s.Recv() // until the parent's CloseSend
+			}
 		case "liar":
 			// Announces a message past the parent's MaxMessage, bypassing Send's check.
 			var hb [headerSize]byte
@@ -147,6 +156,17 @@ func testWorker(ch *os.File) int {
 		select {} // a worker that does not exit when the channel closes
 	}
 	return 0
+}
+
+// goroutineID is the running goroutine's number, from its stack's first
+// line ("goroutine 42 [running]:").
+func goroutineID() string {
+	var b [64]byte
+	f := strings.Fields(string(b[:runtime.Stack(b[:], false)]))
+	if len(f) < 2 {
+		return "?"
+	}
+	return f[1]
 }
 
 func pattern(n int) []byte {
