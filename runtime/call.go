@@ -48,6 +48,9 @@ type CallRequest struct {
 	// the parent's runtime made: opened only when the guest uses it, as
 	// the parent's own would be.
 	lazyTmp bool
+	// forParent, set only inside a worker process, leaves out the view:
+	// the parent builds its own from its own mounts.
+	forParent bool
 }
 
 // Outcome says how a call (Result, CallEvent) or an upload (UploadEvent)
@@ -159,6 +162,9 @@ type Result struct {
 	// reuse says TmpDir may go back to the pool if the call left it
 	// untouched: false when the instance could not be seen to end.
 	reuse bool
+	// lookLater: a worker process had TmpDir; the look at it is the
+	// pool's goroutine's (tmpvol.Pool.ReleaseLater).
+	lookLater bool
 }
 
 // Release gives back the call's /volume/tmp when the runtime made it: a
@@ -176,6 +182,9 @@ func (r *Result) Release() error {
 	r.volumes = nil
 	touched := r.mounts == nil || r.mounts.Touched(fsmount.GuestTmp)
 	r.mounts = nil
+	if r.lookLater {
+		return v.ReleaseLater(r.TmpDir, r.reuse)
+	}
 	return v.Release(r.TmpDir, r.reuse, touched)
 }
 
@@ -428,7 +437,7 @@ func (p *Package) call(ctx context.Context, req CallRequest, lim limits.Limits, 
 	default:
 		res.Outcome = OutcomeOK
 	}
-	if crash == nil {
+	if crash == nil && !req.forParent {
 		res.View = protocol.BuildView(res.Parsed, in.Files())
 	}
 	event.Outcome = res.Outcome

@@ -552,6 +552,16 @@ func TestWorkerTouchedTmpIsLookedAt(t *testing.T) {
 		}
 		expectFresh(t, rt, pkg, op.op)
 	}
+	// A call that left /volume/tmp alone: its directory is looked at too,
+	// by the pool's goroutine (Flush waits for it), and goes back to the
+	// pool for the next call.
+	rt.volumes.Flush()
+	_, looked, unlooked := rt.volumes.Counts()
+	volop(t, pkg, "none", "", "")
+	rt.volumes.Flush()
+	if _, l, u := rt.volumes.Counts(); l != looked+1 || u != unlooked {
+		t.Errorf("an untouched /volume/tmp of a worker's call: looked %d → %d, unlooked %d → %d; want one look", looked, l, unlooked, u)
+	}
 }
 
 // A package outside the directories a worker may read fails to load with

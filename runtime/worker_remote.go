@@ -185,6 +185,7 @@ func (w *workers) events(ctx context.Context, slot int) {
 		w.mu.Unlock()
 		return
 	}
+	st.SetBackground()
 	// Nothing starts on the worker before it knows its events stream: its
 	// answer says so (a wireSync of 0). A worker that does not answer in
 	// time is killed, and its next operation finds its replacement.

@@ -241,7 +241,7 @@ func (p *Package) callRemote(ctx context.Context, req CallRequest, lim limits.Li
 		h := rs.http.Stats()
 		res.Stats.HTTPRequests, res.Stats.HTTPBytesSent, res.Stats.HTTPBytesReceived = h.Requests, h.BytesSent, h.BytesReceived
 	}
-	res.reuse = wr.Reuse
+	res.reuse, res.lookLater = wr.Reuse, true
 	res.Result = wr.Result
 	crash := wr.Crash
 	if crash == nil {

@@ -110,19 +110,26 @@ type workerServer struct {
 	checked map[uint64]*Checked
 	events  *worker.Stream // the parent's events stream, if it opened one
 	seq     uint64         // the last wireSync sent on it
+	sent    uint64         // events sent on it
+	synced  uint64         // sent, as the last wireSync counted it
 }
 
-// syncEvents marks the events stream's position (wireSync) and returns
-// its number; 0 without an events stream.
+// syncEvents returns the number of a wireSync on the events stream that
+// follows every event sent so far, sending a new one only when an event
+// went out since the last: the parent waits for its events stream to
+// reach it before it takes the answer that carries it. 0 when no event
+// was ever sent (or there is no events stream): nothing to wait for.
 func (w *workerServer) syncEvents() uint64 {
 	w.mu.Lock()
 	s := w.events
-	if s == nil {
+	if s == nil || w.sent == w.synced {
+		seq := w.seq
 		w.mu.Unlock()
-		return 0
+		return seq
 	}
 	w.seq++
 	seq := w.seq
+	w.synced = w.sent
 	w.mu.Unlock()
 	if s.Send(encodeWire(wireSync, wireSeq(seq))) != nil {
 		return 0
@@ -131,12 +138,15 @@ func (w *workerServer) syncEvents() uint64 {
 }
 
 // event sends one event on the events stream; without one it is dropped.
+// It counts once sent, so that a wireSync that counts it follows it.
 func (w *workerServer) event(kind wireKind, v any) {
 	w.mu.Lock()
 	s := w.events
 	w.mu.Unlock()
-	if s != nil {
-		s.Send(encodeWire(kind, v))
+	if s != nil && s.Send(encodeWire(kind, v)) == nil {
+		w.mu.Lock()
+		w.sent++
+		w.mu.Unlock()
 	}
 }
 
@@ -170,15 +180,16 @@ type eventSinkKey struct{}
 
 func (w *workerServer) handle(ctx context.Context, header []byte, s *worker.Stream) {
 	reply, err := w.serve(ctx, header, s)
+	var last [][]byte
 	if seq := w.syncEvents(); seq != 0 {
-		s.Send(encodeWire(wireSync, wireSeq(seq)))
+		last = append(last, encodeWire(wireSync, wireSeq(seq)))
 	}
 	if err != nil {
-		s.Send(encodeWire(wireError, failureOf(err)))
+		last = append(last, encodeWire(wireError, failureOf(err)))
 	} else if reply != nil {
-		s.Send(reply)
+		last = append(last, reply)
 	}
-	s.CloseSend()
+	s.SendLast(last...)
 	if k, _ := wireKindOf(header); k == wireLoad || k == wireOpen || k == wireValidate || k == wireDiscover {
 		// A compilation leaves tens of MiB of garbage (the SDK's module:
 		// hundreds) that the collector, at the high GOGC a worker runs
@@ -196,6 +207,7 @@ func (w *workerServer) serve(ctx context.Context, header []byte, s *worker.Strea
 	}
 	switch kind {
 	case wireEvents:
+		s.SetBackground()
 		w.mu.Lock()
 		w.events = s
 		w.mu.Unlock()
@@ -289,7 +301,7 @@ func (w *workerServer) serve(ctx context.Context, header []byte, s *worker.Strea
 		if p == nil {
 			return nil, fmt.Errorf("no package %d in this worker", req.Handle)
 		}
-		creq := CallRequest{Tool: req.Tool, Arguments: req.Arguments, Tmp: req.Tmp, Data: req.Data, Skills: req.Skills, Limits: req.Limits, lazyTmp: req.LazyTmp}
+		creq := CallRequest{Tool: req.Tool, Arguments: req.Arguments, Tmp: req.Tmp, Data: req.Data, Skills: req.Skills, Limits: req.Limits, lazyTmp: req.LazyTmp, forParent: true}
 		if req.Network {
 			creq.exchange = streamExchange(s, nil)
 		}

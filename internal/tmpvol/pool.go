@@ -47,7 +47,7 @@ type Pool struct {
 	log      *zap.Logger
 
 	ready    chan string   // created, empty, never handed out
-	used     chan string   // released, to be removed
+	used     chan released // released: to be removed, or looked at first
 	kick     chan struct{} // ready ran dry: create more
 	flushReq chan chan struct{}
 	quit     chan struct{}
@@ -98,7 +98,7 @@ func Open(root string, log *zap.Logger) (*Pool, error) {
 		root:     root,
 		log:      log,
 		ready:    make(chan string, Prepared),
-		used:     make(chan string, Prepared*4),
+		used:     make(chan released, Prepared*4),
 		kick:     make(chan struct{}, 1),
 		flushReq: make(chan chan struct{}),
 		stamps:   map[string]dirStamp{},
@@ -341,7 +341,7 @@ func (v *Pool) Release(dir string, reuse, touched bool) error {
 			return nil
 		}
 		select {
-		case v.used <- dir:
+		case v.used <- released{dir: dir}:
 			return nil
 		default: // removals lag behind: this caller waits for its own
 		}
@@ -350,6 +350,23 @@ func (v *Pool) Release(dir string, reuse, touched bool) error {
 	delete(v.stamps, dir)
 	v.mu.Unlock()
 	return removeVolume(dir)
+}
+
+// ReleaseLater is Release of a directory that may have been touched, whose
+// look happens on the pool's goroutine instead of the caller's: for the
+// calls of a worker process, whose directories the parent always looks at
+// (it does not take a worker's word that it left one alone), so that the
+// look is not on every call's path. When the goroutine lags behind, the
+// caller looks as Release would.
+func (v *Pool) ReleaseLater(dir string, reuse bool) error {
+	if reuse && !v.closed.Load() {
+		select {
+		case v.used <- released{dir: dir, look: true}:
+			return nil
+		default:
+		}
+	}
+	return v.Release(dir, reuse, true)
 }
 
 // create makes a new, empty directory.
@@ -411,8 +428,8 @@ func (v *Pool) run() {
 	v.refill(Prepared)
 	for {
 		select {
-		case d := <-v.used:
-			v.remove(d)
+		case r := <-v.used:
+			v.settle(r)
 		case <-v.kick:
 		case reply := <-v.flushReq:
 			v.drain()
@@ -444,12 +461,28 @@ func (v *Pool) refill(n int) {
 	}
 }
 
-// drain removes every released directory waiting in used.
+// released is a directory given back: look says it goes back to the
+// ready pool if a look finds no trace of its call.
+type released struct {
+	dir  string
+	look bool
+}
+
+// settle recycles or removes a released directory.
+func (v *Pool) settle(r released) {
+	if r.look && !v.closed.Load() && v.recycle(r.dir) {
+		v.looked.Add(1)
+		return
+	}
+	v.remove(r.dir)
+}
+
+// drain settles every released directory waiting in used.
 func (v *Pool) drain() {
 	for {
 		select {
-		case d := <-v.used:
-			v.remove(d)
+		case r := <-v.used:
+			v.settle(r)
 		default:
 			return
 		}
