@@ -51,6 +51,10 @@ type CallRequest struct {
 	// forParent, set only inside a worker process, leaves out the view:
 	// the parent builds its own from its own mounts.
 	forParent bool
+	// guestEnded, set only inside a worker process, is told when the
+	// guest has answered and exited (or crashed), before the instance's
+	// end and the result's way back.
+	guestEnded func()
 }
 
 // Outcome says how a call (Result, CallEvent) or an upload (UploadEvent)
@@ -409,6 +413,9 @@ func (p *Package) call(ctx context.Context, req CallRequest, lim limits.Limits, 
 			res.Parsed = parsed
 			icrash = s.Finish()
 		}
+	}
+	if req.guestEnded != nil {
+		req.guestEnded()
 	}
 	res.Stats = sessionStats(s)
 	// A guest still running could write into /volume/tmp after Release:

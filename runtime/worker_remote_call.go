@@ -120,6 +120,8 @@ func (rs *remoteSession) drive(w *workers, slot int, st *worker.Stream, out func
 		switch k {
 		case wireReply, wireError:
 			return w.replyOf(slot, m)
+		case wireSoon:
+			// Its arrival has made the channel's reader poll again.
 		case wireHTTP:
 			reply, err := rs.exchange(m)
 			if err != nil {

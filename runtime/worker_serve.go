@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 	"sync"
 	"syscall"
+	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -174,6 +175,11 @@ func (o workerObserver) InstanceEnded(context.Context) {
 	}
 }
 
+// soonAfter is how long into a call the worker tells the parent that the
+// guest has ended (wireSoon): about when the parent's reader stops
+// polling for the answer (internal/worker's spinBusy, 250 µs).
+const soonAfter = 200 * time.Microsecond
+
 // eventSinkKey marks the context of a call whose CallEvent the handler
 // wants (its timings travel back to the parent).
 type eventSinkKey struct{}
@@ -304,6 +310,14 @@ func (w *workerServer) serve(ctx context.Context, header []byte, s *worker.Strea
 		creq := CallRequest{Tool: req.Tool, Arguments: req.Arguments, Tmp: req.Tmp, Data: req.Data, Skills: req.Skills, Limits: req.Limits, lazyTmp: req.LazyTmp, forParent: true}
 		if req.Network {
 			creq.exchange = streamExchange(s, nil)
+		}
+		started := time.Now()
+		creq.guestEnded = func() {
+			// The parent's reader polls for spinBusy after the request
+			// (internal/worker): past most of that, it has parked.
+			if time.Since(started) > soonAfter {
+				s.Send(encodeWire(wireSoon, nil))
+			}
 		}
 		if kind == wireProbe {
 			return w.probe(ctx, p, req, creq)

@@ -62,10 +62,16 @@ const (
 	// the parent hands the answer back only once the events before it
 	// (trace lines, progress) have reached the runtime's hooks.
 	wireSync
+
+	// wireSoon (worker → parent, on a call's stream, no payload): the
+	// guest has ended; only the instance's end and the answer remain. The
+	// parent, whose reader has stopped polling by then on a long call,
+	// starts polling again, and its wake-up overlaps that end.
+	wireSoon
 )
 
 // maxWireKind bounds the kinds a decoder accepts.
-const maxWireKind = wireSync
+const maxWireKind = wireSoon
 
 // encodeWire is one message: kind and v's gob encoding. It panics only on
 // a type gob cannot encode, which is a programming error caught by every

@@ -349,9 +349,23 @@ var list = []mutant{
 	{id: "worker/environ-inherited", file: "runtime/worker_remote.go",
 		from: `	vars := []string{workerConfigEnv + "=" + string(config)}`, to: `	vars := append(os.Environ(), workerConfigEnv+"="+string(config))`, run: "^TestWorkerEnvironment"},
 	{id: "worker/tmp-touch-trusted", file: "runtime/worker_remote_call.go",
-		from: `	res.reuse = wr.Reuse
+		from: `	res.reuse, res.lookLater = wr.Reuse, true
 `, to: `	res.reuse, res.mounts = wr.Reuse, rs.mounts
 `, run: "^TestWorkerTouchedTmp"},
+	{id: "worker/handler-goroutine-not-reused", file: "internal/worker/conn.go",
+		from: `		case j = <-c.jobs:
+`, to: `		case j = <-c.jobs:
+			go c.handlerLoop(j)
+			return
+`, run: "^TestHandlerGoroutinesAreReused"},
+	{id: "worker/last-frames-flushed-apart", file: "internal/worker/conn.go",
+		from: `	c.wwait.Add(1) // no frame flushes before the last one`, to: `	c.wwait.Add(0)`, run: "^TestSendLast"},
+	{id: "worker/idle-reader-not-kicked", file: "internal/worker/conn.go",
+		from: `	if c.parent {
+		c.src.kick()
+	}`, to: `	if !c.parent {
+		c.src.kick()
+	}`, run: "^TestReaderParksWhenIdle"},
 	{id: "worker/upload-not-retried", file: "runtime/worker_remote.go",
 		from: `		if attempt == 1 {`, to: `		if attempt == 0 {`, run: "^TestWorkerUploadThatKills"},
 	{id: "worker/slot-never-released", file: "runtime/worker_remote.go",
