@@ -201,8 +201,10 @@ func (w *workerServer) handle(ctx context.Context, header []byte, s *worker.Stre
 		// hundreds) that the collector, at the high GOGC a worker runs
 		// with, would keep resident until much later: what a worker costs
 		// at rest is its code and packages, not its last upload's garbage.
-		// Off the answer's path: the parent has it already.
-		debug.FreeOSMemory()
+		// Off the answer's path, and off this goroutine's: a handler
+		// returns right after SendLast (the next request may be waiting
+		// for it).
+		go debug.FreeOSMemory()
 	}
 }
 

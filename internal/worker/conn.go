@@ -62,8 +62,11 @@ type conn struct {
 	closeOnce sync.Once
 
 	// worker side
-	handle   func(ctx context.Context, header []byte, s *Stream)
-	jobs     chan job // to an idle handler goroutine
+	handle func(ctx context.Context, header []byte, s *Stream)
+	jobs   chan job // to an idle handler goroutine
+	// ending: handlers that have sent their last frames (SendLast) and
+	// are not back in handlerLoop yet.
+	ending   atomic.Int32
 	baseCtx  context.Context
 	handlers sync.WaitGroup
 }
@@ -198,11 +201,14 @@ const (
 // shouldPoll reports whether the reader, finding nothing to read, polls
 // again rather than parking. Each side polls while the other one works,
 // so that a call keeps one thread of each process busy, never more: the
-// parent while it waits for an answer (an operation is open), for up to
-// spinBusy after the channel's last frame; a worker while it waits for
+// parent while it waits for the answer of its one open operation, for up
+// to spinBusy after the channel's last frame; a worker while it waits for
 // the next request (no operation is open), for spinWindow after its last
 // frame. While a worker's operation runs the CPU is its handler's, and
-// while the parent works on an answer, its caller's.
+// while the parent works on an answer, its caller's. With several
+// operations open the worker is busy and answers come without a wake-up
+// of their own often enough: a polling parent would only take a CPU from
+// it.
 //
 // yield says the reader handed a message (or an end) to a goroutine that
 // waits for it since it last polled: that goroutine should run now.
@@ -210,7 +216,7 @@ func (c *conn) shouldPoll() (again, yield bool) {
 	idle := time.Duration(time.Now().UnixNano() - c.active.Load())
 	yield = c.delivered.Swap(false)
 	if c.parent {
-		return idle < spinBusy && c.ops.Load() > 0, yield
+		return idle < spinBusy && c.ops.Load() == 1, yield
 	}
 	return idle < spinWindow && c.ops.Load() == 0, yield
 }
@@ -221,6 +227,9 @@ func (c *conn) register(s *Stream) {
 	c.streams[s.id] = s
 	c.ops.Add(1)
 	if c.parent {
+		// Activity first: the kicked reader must not find the window
+		// closed and park again before the request goes out.
+		c.active.Store(time.Now().UnixNano())
 		c.src.kick()
 	}
 }
@@ -477,9 +486,20 @@ func (c *conn) startHandler(s *Stream) {
 	j := job{s: s, header: header}
 	select {
 	case c.jobs <- j:
+		return
 	default:
-		go c.handlerLoop(j)
 	}
+	if c.ending.Load() > 0 {
+		// A handler has sent its last frames (SendLast) and returns at
+		// once: the peer's next request can come before it is back in
+		// handlerLoop's select, and it takes this job there.
+		select {
+		case c.jobs <- j:
+			return
+		case <-c.closed:
+		}
+	}
+	go c.handlerLoop(j)
 }
 
 // job is one stream for a handler goroutine.
@@ -493,6 +513,9 @@ type job struct {
 func (c *conn) handlerLoop(j job) {
 	for {
 		c.runHandler(j)
+		if j.s.endedEarly() {
+			c.ending.Add(-1)
+		}
 		select {
 		case j = <-c.jobs:
 		case <-c.closed:
@@ -552,6 +575,7 @@ type Stream struct {
 	deadlineSeq uint64
 	// worker side
 	sentReset bool // s.mu: the handler's end went out (SendLast or finish)
+	lastSent  bool // s.mu: by SendLast, which counted it in conn.ending
 	ctx       context.Context
 	cancel    context.CancelFunc
 	started   bool
@@ -707,9 +731,10 @@ func (s *Stream) writeErr(err error) error {
 }
 
 // SendLast (worker side) sends msgs, the CloseSend and the end of the
-// handler's stream together, in one write to the channel: the handler
-// has nothing more to send, and it should return soon after (its stream
-// is let go of then). Parent side it is Sends and CloseSend.
+// handler's stream together, in one write to the channel. The handler
+// must return right after, without blocking: the peer may send its next
+// request at once, and the channel's reader waits for this handler's
+// goroutine to take it. Parent side it is Sends and CloseSend.
 func (s *Stream) SendLast(msgs ...[]byte) error {
 	c := s.c
 	c.wwait.Add(1) // no frame flushes before the last one
@@ -736,11 +761,23 @@ func (s *Stream) SendLast(msgs ...[]byte) error {
 	s.mu.Lock()
 	send := !s.done && s.err == nil && !s.sentReset
 	s.sentReset = true
+	if send && s.started {
+		s.lastSent = true
+		c.ending.Add(1)
+	}
 	s.mu.Unlock()
 	if send {
 		return c.writeFrame(frameHeader{typ: frameReset, id: s.id}, nil)
 	}
 	return nil
+}
+
+// endedEarly reports whether the handler's SendLast counted it in
+// conn.ending.
+func (s *Stream) endedEarly() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lastSent
 }
 
 // CloseSend tells the peer no more messages follow (its Recv returns io.EOF).

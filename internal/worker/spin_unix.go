@@ -28,6 +28,7 @@ type spinReader struct {
 	spinners *atomic.Int32              // readers polling now, in this process
 	max      int32                      // at most this many may
 	parked   atomic.Bool
+	kicked   atomic.Uint64 // times a kick brought the reader back (tests)
 }
 
 func newSpinReader(f *os.File, poll func() (again, yield bool), spinners *atomic.Int32) reader {
@@ -47,6 +48,7 @@ func (r *spinReader) Read(p []byte) (int, error) {
 		n, err := r.read(p)
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			// A kick: poll again.
+			r.kicked.Add(1)
 			r.f.SetReadDeadline(time.Time{})
 			continue
 		}

@@ -136,10 +136,12 @@ func testWorker(ch *os.File) int {
 			// Three messages and the stream's end in one write (SendLast).
 			s.SendLast([]byte("one"), []byte("two"), []byte("three"))
 		case "goid":
-			s.Send([]byte(goroutineID()))
-			if arg == "wait" {
-				s.Recv() // until the parent's CloseSend
+			if arg != "wait" {
+				s.SendLast([]byte(goroutineID()))
+				return
 			}
+			s.Send([]byte(goroutineID()))
+			s.Recv() // until the parent's CloseSend
 		case "liar":
 			// Announces a message past the parent's MaxMessage, bypassing Send's check.
 			var hb [headerSize]byte

@@ -361,11 +361,10 @@ var list = []mutant{
 	{id: "worker/last-frames-flushed-apart", file: "internal/worker/conn.go",
 		from: `	c.wwait.Add(1) // no frame flushes before the last one`, to: `	c.wwait.Add(0)`, run: "^TestSendLast"},
 	{id: "worker/idle-reader-not-kicked", file: "internal/worker/conn.go",
-		from: `	if c.parent {
-		c.src.kick()
-	}`, to: `	if !c.parent {
-		c.src.kick()
-	}`, run: "^TestReaderParksWhenIdle"},
+		from: `		// closed and park again before the request goes out.
+		c.active.Store(time.Now().UnixNano())
+		c.src.kick()`, to: `		// closed and park again before the request goes out.
+		c.active.Store(time.Now().UnixNano())`, run: "^TestReaderParksWhenIdle"},
 	{id: "worker/upload-not-retried", file: "runtime/worker_remote.go",
 		from: `		if attempt == 1 {`, to: `		if attempt == 0 {`, run: "^TestWorkerUploadThatKills"},
 	{id: "worker/slot-never-released", file: "runtime/worker_remote.go",
