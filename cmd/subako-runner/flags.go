@@ -92,7 +92,10 @@ func (h *hostFlags) logger(w io.Writer) (*zap.Logger, error) {
 	default:
 		return nil, fmt.Errorf("--log-format must be console or json, not %q", h.logFormat)
 	}
-	return zap.New(zapcore.NewCore(enc, zapcore.AddSync(w), level)), nil
+	// Locked: the runtime logs from several goroutines at once (a
+	// worker's relayed entries arrive on its events goroutine), and w may
+	// be any writer.
+	return zap.New(zapcore.NewCore(enc, zapcore.Lock(zapcore.AddSync(w)), level)), nil
 }
 
 // registerTrace adds --trace (discover, call, check, mcp).
