@@ -192,7 +192,7 @@ func (c *conn) wakeCtl() {
 
 // The reader's polling (spinReader): spinWindow after the channel's last
 // frame, spinBusy at most while an operation is open. Their cost and why
-// they are these sizes: RATIONALE, "The channel's reader polls".
+// they are these sizes: docs/RATIONALE.md, "Why does the channel's reader poll".
 const (
 	spinWindow = 200 * time.Microsecond
 	spinBusy   = 250 * time.Microsecond

@@ -16,7 +16,7 @@ import (
 // frame soon (conn.shouldPoll) it polls the descriptor with non-blocking
 // reads instead of parking on the runtime's poller, at most max readers
 // of the process at a time (half its Ps: the other half run the calls).
-// Why: RATIONALE, "The channel's reader polls".
+// Why: docs/RATIONALE.md, "Why does the channel's reader poll".
 //
 // A parked reader can be made to poll again (kick): the conn does so when
 // it starts expecting a frame, from a goroutine that is running, which
