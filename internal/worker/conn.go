@@ -132,14 +132,25 @@ func (c *conn) writeLocked(h frameHeader, payload []byte) error {
 	if err == nil && len(payload) > 0 {
 		_, err = c.w.Write(payload)
 	}
-	if err == nil && c.wwait.Load() == 0 {
-		err = c.w.Flush()
-		c.active.Store(time.Now().UnixNano())
-	}
 	if err != nil {
 		c.werr = err
+		return err
 	}
-	return err
+	if c.wwait.Load() == 0 {
+		return c.flushLocked()
+	}
+	return nil
+}
+
+// flushLocked writes what the buffer holds (c.wmu held) and marks the
+// channel active.
+func (c *conn) flushLocked() error {
+	if err := c.w.Flush(); err != nil {
+		c.werr = err
+		return err
+	}
+	c.active.Store(time.Now().UnixNano())
+	return nil
 }
 
 // ctlLoop sends the control frames the reader queued.
@@ -742,10 +753,7 @@ func (s *Stream) SendLast(msgs ...[]byte) error {
 		if c.wwait.Add(-1) == 0 {
 			c.lockWriter()
 			if c.werr == nil && c.w.Buffered() > 0 {
-				if err := c.w.Flush(); err != nil {
-					c.werr = err
-				}
-				c.active.Store(time.Now().UnixNano())
+				c.flushLocked()
 			}
 			c.wmu.Unlock()
 		}
