@@ -47,6 +47,9 @@ type WatchOptions struct {
 	BuildOutput io.Writer
 	// Built, when set, is called after each build with its error.
 	Built func(err error)
+	// Watching, when set, is called once Watch has taken the files' first
+	// fingerprints: a change made after it returns is seen.
+	Watching func()
 }
 
 // Watch polls the package's files until ctx is done. When they change and
@@ -77,6 +80,9 @@ func (s *Server) Watch(ctx context.Context, o WatchOptions) error {
 		src = newSourceWatcher(o.BuildDir, o.Path)
 		srcSeen = src.fingerprint()
 		srcBuilt = srcSeen
+	}
+	if o.Watching != nil {
+		o.Watching()
 	}
 	tick := time.NewTicker(interval)
 	defer tick.Stop()

@@ -33,14 +33,17 @@ func TestWatch(t *testing.T) {
 	reloads := make(chan reload, 4)
 	ctx, cancel := context.WithCancel(context.Background())
 	watched := make(chan error, 1)
+	watching := make(chan struct{})
 	go func() {
 		watched <- srv.Watch(ctx, WatchOptions{
 			Path:     dir,
 			Interval: 20 * time.Millisecond,
 			Load:     func(ctx context.Context) (*runtime.Package, error) { return f.rt.Load(ctx, dir) },
 			Reloaded: func(n int, err error) { reloads <- reload{n, err} },
+			Watching: func() { close(watching) },
 		})
 	}()
+	<-watching // an edit before the first look would be the watcher's baseline
 	t.Cleanup(func() {
 		cancel()
 		if err := <-watched; err != nil {
@@ -152,6 +155,7 @@ func TestWatchBuild(t *testing.T) {
 	output := func() string { b, _ := os.ReadFile(outFile); return string(b) }
 	ctx, cancel := context.WithCancel(context.Background())
 	watched := make(chan error, 1)
+	watching := make(chan struct{})
 	go func() {
 		watched <- srv.Watch(ctx, WatchOptions{
 			Path:        dir,
@@ -162,8 +166,10 @@ func TestWatchBuild(t *testing.T) {
 			BuildDir:    project,
 			BuildOutput: out,
 			Built:       func(err error) { builds <- err },
+			Watching:    func() { close(watching) },
 		})
 	}()
+	<-watching // an edit before the first look would be the watcher's baseline
 	t.Cleanup(func() {
 		cancel()
 		if err := <-watched; err != nil {
