@@ -176,9 +176,9 @@ func (o workerObserver) InstanceEnded(context.Context) {
 }
 
 // soonAfter is how long into a call the worker tells the parent that the
-// guest has ended (wireSoon): about when the parent's reader stops
-// polling for the answer (internal/worker's spinBusy, 250 µs).
-const soonAfter = 200 * time.Microsecond
+// guest has ended (wireSoon): once the parent's reader has stopped
+// polling for the answer and waits in the kernel, a little before.
+const soonAfter = worker.AnswerPolled - 200*time.Microsecond
 
 // eventSinkKey marks the context of a call whose CallEvent the handler
 // wants (its timings travel back to the parent).

@@ -74,13 +74,22 @@ type conn struct {
 // reader is what the conn reads frames from: the channel, polled or not.
 type reader interface {
 	io.Reader
+	// kick makes a reader parked on the runtime's poller poll again.
 	kick()
+	// interrupt makes a read waiting in the kernel return: the channel
+	// is closing (closing a descriptor does not wake its readers).
+	interrupt()
+	// settle makes a parked reader of an idle channel wait for the next
+	// frame where it comes without a kick.
+	settle()
 }
 
 // plainReader parks whenever there is nothing to read.
 type plainReader struct{ io.Reader }
 
-func (plainReader) kick() {}
+func (plainReader) kick()      {}
+func (plainReader) interrupt() {}
+func (plainReader) settle()    {}
 
 // newConn makes one end of a channel; spinners, when not nil, counts the
 // readers of this process that are polling (spinReader), and lets the
@@ -100,7 +109,11 @@ func newConn(rwc io.ReadWriteCloser, parent bool, maxMessage int64, spinners *at
 	c.peerMax.Store(maxMessageLimit)
 	c.src = plainReader{rwc}
 	if f, ok := rwc.(*os.File); ok {
-		c.src = newSpinReader(f, c.shouldPoll, spinners)
+		if parent {
+			c.src = newBlockingReader(f, c.shouldPoll, spinners)
+		} else {
+			c.src = newSpinReader(f, c.shouldPoll, spinners)
+		}
 	}
 	c.r = bufio.NewReaderSize(c.src, 64<<10)
 	return c
@@ -201,35 +214,76 @@ func (c *conn) wakeCtl() {
 	}
 }
 
-// The reader's polling (spinReader): spinWindow after the channel's last
-// frame, spinBusy at most while an operation is open. Their cost and why
-// they are these sizes: docs/RATIONALE.md, "Why does the channel's reader poll".
+// The readers' polling (spinReader, blockingReader): a worker's for
+// spinWindow after the channel's last frame while no operation is open;
+// the parent's for spinBusy while its one open operation waits, then
+// spinLong more with the CPU offered to any other thread between polls. Their cost and why they
+// are these sizes: docs/RATIONALE.md, "Why does the channel's reader poll".
 const (
 	spinWindow = 200 * time.Microsecond
 	spinBusy   = 250 * time.Microsecond
+	spinLong   = 20 * time.Millisecond
+	// settleAfter: a channel idle this long has its parked reader wait
+	// in the kernel (Pool.watch).
+	settleAfter = 20 * time.Millisecond
 )
 
-// shouldPoll reports whether the reader, finding nothing to read, polls
-// again rather than parking. Each side polls while the other one works,
-// so that a call keeps one thread of each process busy, never more: the
-// parent while it waits for the answer of its one open operation, for up
-// to spinBusy after the channel's last frame; a worker while it waits for
-// the next request (no operation is open), for spinWindow after its last
-// frame. While a worker's operation runs the CPU is its handler's, and
-// while the parent works on an answer, its caller's. With several
-// operations open the worker is busy and answers come without a wake-up
-// of their own often enough: a polling parent would only take a CPU from
-// it.
+// AnswerPolled is how long the parent's reader polls for the answer of an
+// operation (when it is the only one open on its worker) before it waits
+// in the kernel, where the answer's frame has to wake it.
+const AnswerPolled = spinBusy + spinLong
+
+// pollMode is what a reader that found nothing to read does next.
+type pollMode int
+
+const (
+	// pollWait waits for the next frame (parked on the runtime's poller,
+	// or in the kernel).
+	pollWait pollMode = iota
+	// pollAgain polls again at once.
+	pollAgain
+	// pollYielding polls again after offering its CPU to any other
+	// thread that is ready to run (sched_yield).
+	pollYielding
+	// pollPark parks until a kick, or waits for the next frame once told
+	// to settle (the parent's reader with no operation open).
+	pollPark
+)
+
+// shouldPoll says what the reader, finding nothing to read, does next.
+// Each side polls while the other one works, so that a call keeps one
+// thread of each process busy and no frame has to wake a sleeping thread:
+// on a virtual machine a wake-up is an interrupt to a halted virtual CPU,
+// 50–100 µs paid by the side that writes.
+//
+// The parent polls while it waits for the answer of its one open
+// operation: spinBusy, then spinLong more yielding its CPU between polls,
+// so that a worker's threads never wait for it. With no operation open it
+// parks (blockingReader) and the next operation kicks it. A worker
+// polls while it waits for the next request (no operation open), for
+// spinWindow after its last frame; while its operation runs the CPU is its
+// handler's. With several operations open the worker is busy and answers
+// come without a wake-up of their own often enough: a polling parent
+// would only take a CPU from it.
 //
 // yield says the reader handed a message (or an end) to a goroutine that
 // waits for it since it last polled: that goroutine should run now.
-func (c *conn) shouldPoll() (again, yield bool) {
+func (c *conn) shouldPoll() (mode pollMode, yield bool) {
 	idle := time.Duration(time.Now().UnixNano() - c.active.Load())
 	yield = c.delivered.Swap(false)
-	if c.parent {
-		return idle < spinBusy && c.ops.Load() == 1, yield
+	ops := c.ops.Load()
+	switch {
+	case c.parent && ops == 0:
+		return pollPark, yield
+	case ops == 0 && idle < spinWindow:
+		return pollAgain, yield
+	case !c.parent || ops != 1:
+	case idle < spinBusy:
+		return pollAgain, yield
+	case idle < spinBusy+spinLong:
+		return pollYielding, yield
 	}
-	return idle < spinWindow && c.ops.Load() == 0, yield
+	return pollWait, yield
 }
 
 // register adds a new stream (c.mu held). The parent's reader polls for
@@ -273,6 +327,7 @@ func (c *conn) fail(err error) {
 func (c *conn) close() {
 	c.closeOnce.Do(func() {
 		close(c.closed)
+		c.src.interrupt()
 		c.rwc.Close()
 	})
 }
@@ -903,4 +958,12 @@ func (s *Stream) finish() {
 		s.c.writeFrame(frameHeader{typ: frameReset, id: s.id}, nil)
 	}
 	s.cancel()
+}
+
+// settleIfIdle makes the reader of a channel idle for settleAfter wait in
+// the kernel.
+func (c *conn) settleIfIdle(now time.Time) {
+	if c.ops.Load() == 0 && now.UnixNano()-c.active.Load() >= int64(settleAfter) {
+		c.src.settle()
+	}
 }

@@ -729,15 +729,12 @@ func (p *Pool) addDeadline(t time.Time, s *Stream, seq uint64) {
 }
 
 // watch kills processes whose streams passed their deadline and, with
-// MemoryMax, those past it.
+// MemoryMax, those past it; it also has the readers of idle channels wait
+// in the kernel (blockingReader).
 func (p *Pool) watch() {
 	defer close(p.watchDone)
-	var tick <-chan time.Time
-	if p.cfg.MemoryMax > 0 && rssSupported {
-		t := time.NewTicker(50 * time.Millisecond)
-		defer t.Stop()
-		tick = t.C
-	}
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
@@ -763,8 +760,24 @@ func (p *Pool) watch() {
 			return
 		case <-p.dwake:
 		case <-timer.C:
-		case <-tick:
-			p.checkMemory()
+		case now := <-t.C:
+			if p.cfg.MemoryMax > 0 && rssSupported {
+				p.checkMemory()
+			}
+			p.settleIdle(now)
+		}
+	}
+}
+
+// settleIdle has the readers of channels idle for settleAfter wait in the
+// kernel.
+func (p *Pool) settleIdle(now time.Time) {
+	for _, s := range p.slots {
+		s.mu.Lock()
+		pr := s.cur
+		s.mu.Unlock()
+		if pr != nil {
+			pr.conn.settleIfIdle(now)
 		}
 	}
 }

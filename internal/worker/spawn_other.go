@@ -19,4 +19,10 @@ func killProcess(cmd *exec.Cmd) { cmd.Process.Kill() }
 
 func channelFile(int) (*os.File, bool) { return nil, false }
 
-func newSpinReader(f *os.File, _ func() (bool, bool), _ *atomic.Int32) reader { return plainReader{f} }
+func newSpinReader(f *os.File, _ func() (pollMode, bool), _ *atomic.Int32) reader {
+	return plainReader{f}
+}
+
+func newBlockingReader(f *os.File, _ func() (pollMode, bool), _ *atomic.Int32) reader {
+	return plainReader{f}
+}

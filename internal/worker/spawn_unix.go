@@ -13,7 +13,7 @@ import (
 const supported = true
 
 // startProcess starts path with one end of a fresh socketpair as fd 3 and
-// returns the other end, non-blocking so the runtime poller serves it.
+// returns the other end, in blocking mode.
 func startProcess(path string, args, env []string, stderr io.Writer) (*exec.Cmd, *os.File, error) {
 	// ForkLock: no other fork may inherit the pair before close-on-exec is set
 	// (SOCK_CLOEXEC is not on every unix).
@@ -27,11 +27,8 @@ func startProcess(path string, args, env []string, stderr io.Writer) (*exec.Cmd,
 	if err != nil {
 		return nil, nil, os.NewSyscallError("socketpair", err)
 	}
-	if err := syscall.SetNonblock(fds[0], true); err != nil {
-		syscall.Close(fds[0])
-		syscall.Close(fds[1])
-		return nil, nil, os.NewSyscallError("setnonblock", err)
-	}
+	// The parent's end stays in blocking mode, off the runtime's poller
+	// (blockingReader says why).
 	parent := os.NewFile(uintptr(fds[0]), "subako-worker-channel")
 	child := os.NewFile(uintptr(fds[1]), "subako-worker-channel-child")
 	defer child.Close()

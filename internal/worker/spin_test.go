@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -17,25 +20,29 @@ func TestShouldPoll(t *testing.T) {
 		parent bool
 		ops    int32
 		idle   time.Duration
-		want   bool
+		want   pollMode
 	}{
-		{"parent waits for an answer", true, 1, 0, true},
-		{"parent waits for an answer, long", true, 1, spinBusy - 50*us, true},
-		{"parent waits past spinBusy", true, 1, spinBusy + 50*us, false},
-		{"parent with nothing open", true, 0, 0, false},
-		{"parent with several open", true, 2, 0, false},
-		{"worker waits for a request", false, 0, 0, true},
-		{"worker waits for a request, long", false, 0, spinWindow - 50*us, true},
-		{"worker waits past spinWindow", false, 0, spinWindow + 50*us, false},
-		{"worker runs an operation", false, 1, 0, false},
+		{"parent waits for an answer", true, 1, 0, pollAgain},
+		{"parent waits for an answer, long", true, 1, spinBusy - 50*us, pollAgain},
+		{"parent waits past spinBusy", true, 1, spinBusy + 50*us, pollYielding},
+		{"parent waits almost spinLong more", true, 1, spinBusy + spinLong - 50*us, pollYielding},
+		{"parent waits past spinLong more", true, 1, spinBusy + spinLong + 50*us, pollWait},
+		{"parent with nothing open", true, 0, 0, pollPark},
+		{"parent with nothing open, long", true, 0, spinBusy + spinLong + 50*us, pollPark},
+		{"parent with several open", true, 2, 0, pollWait},
+		{"worker waits for a request", false, 0, 0, pollAgain},
+		{"worker waits for a request, long", false, 0, spinWindow - 50*us, pollAgain},
+		{"worker waits past spinWindow", false, 0, spinWindow + 50*us, pollWait},
+		{"worker runs an operation", false, 1, 0, pollWait},
+		{"worker runs an operation, long", false, 1, spinBusy + 50*us, pollWait},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := newConn(nopRWC{}, tt.parent, maxMessageLimit, nil)
 			c.ops.Store(tt.ops)
 			c.active.Store(time.Now().Add(-tt.idle).UnixNano())
-			if again, _ := c.shouldPoll(); again != tt.want {
-				t.Fatalf("shouldPoll = %v, want %v", again, tt.want)
+			if mode, _ := c.shouldPoll(); mode != tt.want {
+				t.Fatalf("shouldPoll = %v, want %v", mode, tt.want)
 			}
 		})
 	}
@@ -163,47 +170,160 @@ func waitOps(t *testing.T, s *Slot, n int32) {
 	}
 }
 
-// The parent's reader polls only while an operation is open; with none
-// it parks on the runtime's poller (an idle channel costs no CPU), and an
-// operation that starts then makes it poll again.
+// The parent's reader polls only while an answer is due. With nothing
+// open it parks (no spinner), an operation that starts kicks it back, and
+// once parked for parkedFor it waits in the kernel, where the next
+// operation's frames still reach it.
 func TestReaderParksWhenIdle(t *testing.T) {
 	if runtime.NumCPU() < 2 {
 		t.Skip("the reader never polls on one CPU")
 	}
 	p := startPool(t, testConfig(""))
 	s := p.Slot(0)
-	st := open(t, s, "echo")
-	st.Send([]byte("x"))
-	recvString(t, st)
-	st.Close()
+	echo := func(round int) {
+		t.Helper()
+		st := open(t, s, "echo")
+		defer st.Close()
+		st.Send([]byte("x"))
+		if got := recvString(t, st); got != "x" {
+			t.Fatalf("round %d: echo %q", round, got)
+		}
+	}
+	echo(0)
 	waitOps(t, s, 0)
-	sr, ok := currentProc(s).conn.src.(*spinReader)
+	br, ok := currentProc(s).conn.src.(*blockingReader)
 	if !ok {
 		t.Fatalf("the parent's reader is a %T", currentProc(s).conn.src)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for !sr.parked.Load() || p.spinners.Load() != 0 {
+	for !br.parked.Load() || p.spinners.Load() != 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("idle reader: parked %v, spinners %d", sr.parked.Load(), p.spinners.Load())
+			t.Fatalf("idle reader: parked %v, spinners %d", br.parked.Load(), p.spinners.Load())
+		}
+		time.Sleep(50 * time.Microsecond)
+	}
+	kicked := br.kicked.Load()
+	echo(1)
+	if br.kicked.Load() == kicked {
+		t.Fatal("the parked reader was not kicked when an operation opened")
+	}
+	waitOps(t, s, 0)
+	for !br.waiting.Load() || p.spinners.Load() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("idle reader: waiting in the kernel %v, spinners %d", br.waiting.Load(), p.spinners.Load())
 		}
 		time.Sleep(time.Millisecond)
 	}
-	// An operation after the pause: the kick brings the reader back.
-	kicked := sr.kicked.Load()
-	st = open(t, s, "echo")
-	defer st.Close()
-	for sr.kicked.Load() == kicked {
-		if time.Now().After(deadline) {
-			t.Fatal("the parked reader was not kicked when an operation opened")
+	echo(2)
+}
+
+// Closing a channel ends its parent's read, parked or waiting in the
+// kernel: the reader goroutine returns even though nothing more comes.
+func TestWaitingReaderEndsOnClose(t *testing.T) {
+	for _, settled := range []bool{false, true} {
+		t.Run(map[bool]string{false: "parked", true: "in the kernel"}[settled], func(t *testing.T) {
+			c, peer := socketConn(t)
+			defer peer.Close()
+			br, ok := c.src.(*blockingReader)
+			if !ok {
+				t.Fatalf("the parent's reader is a %T", c.src)
+			}
+			done := make(chan error, 1)
+			go func() { done <- c.readLoop(nil) }()
+			// A new channel's reader is settled (the hello comes unasked
+			// for); a kick makes it park instead.
+			deadline := time.Now().Add(10 * time.Second)
+			for !br.waiting.Load() {
+				if time.Now().After(deadline) {
+					t.Fatal("a new channel's reader does not wait in the kernel")
+				}
+				time.Sleep(time.Millisecond)
+			}
+			br.kick()
+			peer.Write([]byte{0}) // ends the wait: half a frame header
+			for !br.parked.Load() {
+				if time.Now().After(deadline) {
+					t.Fatal("the reader never parked")
+				}
+				time.Sleep(time.Millisecond)
+			}
+			if settled {
+				c.settleIfIdle(time.Now().Add(settleAfter))
+				for !br.waiting.Load() {
+					if time.Now().After(deadline) {
+						t.Fatal("the settled reader never waited in the kernel")
+					}
+					time.Sleep(time.Millisecond)
+				}
+			}
+			c.close()
+			select {
+			case err := <-done:
+				if err == nil {
+					t.Fatal("readLoop returned nil")
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the reader still waits after close")
+			}
+		})
+	}
+}
+
+// A reader about to park when an operation opens (its kick came before
+// the reader was parked, so it woke nobody) does not park: frames never
+// wake a parked reader, and the operation's answer would wait for the
+// next kick.
+func TestParkSeesAnOperationThatOpenedFirst(t *testing.T) {
+	var mode atomic.Int32
+	mode.Store(int32(pollAgain)) // the operation is open already
+	r := &blockingReader{poll: func() (pollMode, bool) { return pollMode(mode.Load()), false }, resume: make(chan struct{}, 1)}
+	done := make(chan bool, 1)
+	go func() { done <- r.park() }()
+	select {
+	case again := <-done:
+		if !again {
+			t.Fatal("park returned false: the reader would wait in the kernel")
 		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the reader parked with an operation open and no kick to come")
+	}
+	if r.parked.Load() {
+		t.Fatal("the reader is still marked parked")
+	}
+	// With nothing open it parks until a kick.
+	mode.Store(int32(pollPark))
+	go func() { done <- r.park() }()
+	for !r.parked.Load() {
 		time.Sleep(time.Millisecond)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	go func() { <-ctx.Done(); st.Close() }()
-	st.Send([]byte("y"))
-	if got := recvString(t, st); got != "y" {
-		t.Fatalf("echo %q", got)
+	r.kick()
+	if again := <-done; !again {
+		t.Fatal("a kicked reader does not poll again")
+	}
+}
+
+// With several operations open the parent's reader waits for frames where
+// they reach it (in the kernel), never parked: nothing would kick it.
+func TestReaderNeverParksWithOperationsOpen(t *testing.T) {
+	p := startPool(t, testConfig(""))
+	s := p.Slot(0)
+	a, b := open(t, s, "echo"), open(t, s, "echo")
+	defer a.Close()
+	defer b.Close()
+	waitOps(t, s, 2)
+	br, ok := currentProc(s).conn.src.(*blockingReader)
+	if !ok {
+		t.Fatalf("the parent's reader is a %T", currentProc(s).conn.src)
+	}
+	parks := br.parks.Load()
+	for i, st := range []*Stream{a, b, a, b} {
+		st.Send([]byte{'a' + byte(i)})
+		if got := recvString(t, st); got != string(rune('a'+i)) {
+			t.Fatalf("echo %d: %q", i, got)
+		}
+	}
+	if n := br.parks.Load() - parks; n != 0 {
+		t.Fatalf("the reader parked %d times with two operations open", n)
 	}
 }
 
@@ -212,4 +332,17 @@ func currentProc(s *Slot) *proc {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.cur
+}
+
+// socketConn is a parent's conn on one end of a socketpair in blocking
+// mode, as startProcess makes it; the other end is returned.
+func socketConn(t *testing.T) (*conn, *os.File) {
+	t.Helper()
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var spinners atomic.Int32
+	c := newConn(os.NewFile(uintptr(fds[0]), "parent"), true, maxMessageLimit, &spinners)
+	return c, os.NewFile(uintptr(fds[1]), "peer")
 }

@@ -365,6 +365,16 @@ var list = []mutant{
 		c.active.Store(time.Now().UnixNano())
 		c.src.kick()`, to: `		// closed and park again before the request goes out.
 		c.active.Store(time.Now().UnixNano())`, run: "^TestReaderParksWhenIdle"},
+	{id: "worker/park-misses-early-kick", file: "internal/worker/spin_unix.go",
+		from: `	if mode, _ := r.poll(); mode != pollPark || r.closing.Load() {`, to: `	if false {`, run: "^TestParkSeesAnOperationThatOpenedFirst"},
+	{id: "worker/idle-reader-never-settles", file: "internal/worker/pool.go",
+		from: `			p.settleIdle(now)`, to: `			_ = now`, run: "^TestReaderParksWhenIdle"},
+	{id: "worker/reader-parks-with-operations-open", file: "internal/worker/spin_unix.go",
+		from: `			if mode == pollPark && r.park() {`, to: `			if r.park() {`, run: "^TestReaderNeverParksWithOperationsOpen"},
+	{id: "worker/waiting-reader-not-interrupted", file: "internal/worker/spin_unix.go",
+		from: `	r.rc.Control(func(fd uintptr) { syscall.Shutdown(int(fd), syscall.SHUT_RDWR) })`, to: ``, run: "^TestWaitingReaderEndsOnClose"},
+	{id: "worker/long-answer-not-polled", file: "internal/worker/conn.go",
+		from: `	case idle < spinBusy+spinLong:`, to: `	case idle < spinBusy:`, run: "^TestShouldPoll"},
 	{id: "worker/upload-not-retried", file: "runtime/worker_remote.go",
 		from: `		if attempt == 1 {`, to: `		if attempt == 0 {`, run: "^TestWorkerUploadThatKills"},
 	{id: "worker/slot-never-released", file: "runtime/worker_remote.go",
