@@ -74,7 +74,7 @@ type conn struct {
 // reader is what the conn reads frames from: the channel, polled or not.
 type reader interface {
 	io.Reader
-	// kick makes a reader parked on the runtime's poller poll again.
+	// kick makes a parked reader poll again: an operation has opened.
 	kick()
 	// interrupt makes a read waiting in the kernel return: the channel
 	// is closing (closing a descriptor does not wake its readers).
@@ -217,8 +217,9 @@ func (c *conn) wakeCtl() {
 // The readers' polling (spinReader, blockingReader): a worker's for
 // spinWindow after the channel's last frame while no operation is open;
 // the parent's for spinBusy while its one open operation waits, then
-// spinLong more with the CPU offered to any other thread between polls. Their cost and why they
-// are these sizes: docs/RATIONALE.md, "Why does the channel's reader poll".
+// spinLong more offering its CPU to any other thread between polls. Their
+// cost and why they are these sizes: docs/RATIONALE.md, "Why does the
+// channel's reader poll".
 const (
 	spinWindow = 200 * time.Microsecond
 	spinBusy   = 250 * time.Microsecond

@@ -102,13 +102,18 @@ func (r *spinReader) read(p []byte) (int, error) {
 		return true
 	})
 	r.parked.Store(false)
-	if rerr != nil {
+	return readResult(n, err, rerr)
+}
+
+// readResult is what a Read returns for a read of n bytes that ended with
+// err inside a RawConn.Read that ended with rerr: no bytes is the end.
+func readResult(n int, err, rerr error) (int, error) {
+	switch {
+	case rerr != nil:
 		return 0, rerr
-	}
-	if err != nil {
+	case err != nil:
 		return 0, err
-	}
-	if n == 0 {
+	case n == 0:
 		return 0, io.EOF
 	}
 	return n, nil
@@ -189,16 +194,8 @@ func (r *blockingReader) Read(p []byte) (int, error) {
 	var n int
 	var err error
 	// Inside Read's callback the descriptor cannot be closed and reused.
-	if rerr := r.rc.Read(func(fd uintptr) bool { n, err = r.read(int(fd), p); return true }); rerr != nil {
-		return 0, rerr
-	}
-	if err != nil {
-		return 0, err
-	}
-	if n == 0 {
-		return 0, io.EOF
-	}
-	return n, nil
+	rerr := r.rc.Read(func(fd uintptr) bool { n, err = r.read(int(fd), p); return true })
+	return readResult(n, err, rerr)
 }
 
 func (r *blockingReader) read(fd int, p []byte) (int, error) {
