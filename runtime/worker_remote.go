@@ -185,10 +185,12 @@ func (w *workers) events(ctx context.Context, slot int) {
 		w.mu.Unlock()
 		return
 	}
-	st.SetBackground()
 	// Nothing starts on the worker before it knows its events stream: its
 	// answer says so (a wireSync of 0). A worker that does not answer in
-	// time is killed, and its next operation finds its replacement.
+	// time is killed, and its next operation finds its replacement. Until
+	// that answer the stream is an operation, whose answer the channel's
+	// reader polls for: a background stream's frames wait for a reader
+	// that an operation kicks, or the pool's watchdog (internal/worker).
 	st.SetDeadline(time.Now().Add(eventsLag))
 	m, err := st.Recv()
 	if k, _ := wireKindOf(m); err != nil || k != wireSync {
@@ -200,6 +202,7 @@ func (w *workers) events(ctx context.Context, slot int) {
 		return
 	}
 	st.SetDeadline(time.Time{})
+	st.SetBackground()
 	w.evGen[slot], w.evClose[slot], w.evSeen[slot] = gen, st.Close, 0
 	w.mu.Unlock()
 	go func() {
