@@ -315,8 +315,8 @@ func (w *workerServer) serve(ctx context.Context, header []byte, s *worker.Strea
 		}
 		started := time.Now()
 		creq.guestEnded = func() {
-			// The parent's reader polls for spinBusy after the request
-			// (internal/worker): past most of that, it has parked.
+			// Past soonAfter the parent's reader waits in the kernel:
+			// this frame wakes it while the instance ends.
 			if time.Since(started) > soonAfter {
 				s.Send(encodeWire(wireSoon, nil))
 			}

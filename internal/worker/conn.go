@@ -36,7 +36,7 @@ type conn struct {
 	peerMax atomic.Int64
 	// active: when a frame last went either way (UnixNano), and ops: the
 	// streams open that are operations (not Background); together they
-	// decide whether the reader polls or parks (spinReader).
+	// decide whether the reader polls or waits (shouldPoll).
 	active atomic.Int64
 	ops    atomic.Int32
 	// delivered: the reader woke a stream's receiver (shouldPoll).
@@ -92,8 +92,8 @@ func (plainReader) interrupt() {}
 func (plainReader) settle()    {}
 
 // newConn makes one end of a channel; spinners, when not nil, counts the
-// readers of this process that are polling (spinReader), and lets the
-// reader poll.
+// readers of this process that are polling (spinReader, blockingReader),
+// and lets the reader poll.
 func newConn(rwc io.ReadWriteCloser, parent bool, maxMessage int64, spinners *atomic.Int32) *conn {
 	c := &conn{
 		rwc:        rwc,
@@ -276,13 +276,12 @@ func (c *conn) shouldPoll() (mode pollMode, yield bool) {
 	switch {
 	case c.parent && ops == 0:
 		return pollPark, yield
-	case ops == 0 && idle < spinWindow:
+	case c.parent && ops == 1 && idle < spinBusy:
 		return pollAgain, yield
-	case !c.parent || ops != 1:
-	case idle < spinBusy:
-		return pollAgain, yield
-	case idle < spinBusy+spinLong:
+	case c.parent && ops == 1 && idle < spinBusy+spinLong:
 		return pollYielding, yield
+	case !c.parent && ops == 0 && idle < spinWindow:
+		return pollAgain, yield
 	}
 	return pollWait, yield
 }
@@ -306,6 +305,14 @@ func (c *conn) opDone() {
 	if c.ops.Add(-1) == 0 && !c.parent {
 		c.active.Store(time.Now().UnixNano())
 		c.src.kick()
+	}
+}
+
+// settleIfIdle makes the reader of a channel idle for settleAfter wait in
+// the kernel.
+func (c *conn) settleIfIdle(now time.Time) {
+	if c.ops.Load() == 0 && now.UnixNano()-c.active.Load() >= int64(settleAfter) {
+		c.src.settle()
 	}
 }
 
@@ -892,8 +899,8 @@ func (s *Stream) Close() {
 }
 
 // SetBackground marks a stream that stays open between operations (an
-// events stream): the channel's reader does not poll for it (see
-// spinReader).
+// events stream): the channel's reader does not poll for it
+// (shouldPoll).
 func (s *Stream) SetBackground() {
 	c := s.c
 	c.mu.Lock()
@@ -959,12 +966,4 @@ func (s *Stream) finish() {
 		s.c.writeFrame(frameHeader{typ: frameReset, id: s.id}, nil)
 	}
 	s.cancel()
-}
-
-// settleIfIdle makes the reader of a channel idle for settleAfter wait in
-// the kernel.
-func (c *conn) settleIfIdle(now time.Time) {
-	if c.ops.Load() == 0 && now.UnixNano()-c.active.Load() >= int64(settleAfter) {
-		c.src.settle()
-	}
 }

@@ -102,7 +102,7 @@ type Pool struct {
 	grace time.Duration
 	env   []string
 	slots []*Slot
-	// spinners: the channels' readers polling now (spinReader).
+	// spinners: the channels' readers polling now (blockingReader).
 	spinners atomic.Int32
 
 	ctx    context.Context // canceled by Close

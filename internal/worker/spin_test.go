@@ -346,3 +346,27 @@ func socketConn(t *testing.T) (*conn, *os.File) {
 	c := newConn(os.NewFile(uintptr(fds[0]), "parent"), true, maxMessageLimit, &spinners)
 	return c, os.NewFile(uintptr(fds[1]), "peer")
 }
+
+// A parent's descriptor that the runtime polls (non-blocking) is read by
+// a spinReader: a blocking reader's waits in the kernel would not wait on
+// it, and would spin.
+func TestNonBlockingParentEndIsPolled(t *testing.T) {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fds[1])
+	if err := syscall.SetNonblock(fds[0], true); err != nil {
+		t.Fatal(err)
+	}
+	f := os.NewFile(uintptr(fds[0]), "parent")
+	defer f.Close()
+	var spinners atomic.Int32
+	c := newConn(f, true, maxMessageLimit, &spinners)
+	if _, ok := c.src.(*spinReader); !ok && runtime.NumCPU() >= 2 {
+		t.Fatalf("a non-blocking parent end is read by a %T", c.src)
+	}
+	if _, ok := c.src.(*blockingReader); ok {
+		t.Fatal("a non-blocking parent end is read by a blockingReader")
+	}
+}

@@ -33,12 +33,21 @@ type spinReader struct {
 
 func newSpinReader(f *os.File, poll func() (pollMode, bool), spinners *atomic.Int32) reader {
 	rc, err := f.SyscallConn()
-	if err != nil || spinners == nil || runtime.NumCPU() < 2 {
-		// With one CPU the peer can answer only once this process stops.
+	if err != nil || !mayPoll(spinners) {
 		return plainReader{f}
 	}
-	return &spinReader{f: f, rc: rc, poll: poll, spinners: spinners, max: int32(max(1, runtime.GOMAXPROCS(0)/2))}
+	return &spinReader{f: f, rc: rc, poll: poll, spinners: spinners, max: maxSpinners()}
 }
+
+// mayPoll reports whether a reader counted in spinners may poll at all:
+// with one CPU the peer can answer only once this process stops.
+func mayPoll(spinners *atomic.Int32) bool {
+	return spinners != nil && runtime.NumCPU() >= 2
+}
+
+// maxSpinners is how many readers of the process may poll at once: half
+// its Ps, the other half run the calls.
+func maxSpinners() int32 { return int32(max(1, runtime.GOMAXPROCS(0)/2)) }
 
 func (r *spinReader) Read(p []byte) (int, error) {
 	if len(p) == 0 {
@@ -136,10 +145,10 @@ func (r *spinReader) kick() {
 // blocking mode and not on the runtime's poller; the reader polls it with
 // non-blocking reads while conn.shouldPoll says so. Why not the poller: a
 // process that polls anything else (an embedder's sockets, a worker's
-// stderr) keeps a thread waiting in epoll_wait, and every frame a worker
-// writes then wakes that thread, even while the reader polls and reads the
-// frame at once: the worker paid that wake-up, 40–55 µs on a virtual
-// machine, on its answer's path.
+// stderr) keeps a thread waiting in epoll_wait, which every frame a worker
+// writes to a polled descriptor wakes, even while the reader polls and
+// reads the frame at once; the worker pays that wake-up, 40–55 µs on a
+// virtual machine, on its answer's path.
 //
 // With nothing to poll for, the reader parks on a channel (a kick brings
 // it back on the kicker's CPU, as spinReader's); a channel idle for
@@ -174,13 +183,11 @@ func newBlockingReader(f *os.File, poll func() (pollMode, bool), spinners *atomi
 		// A descriptor the runtime polls: its reads never wait.
 		return newSpinReader(f, poll, spinners)
 	}
-	if spinners == nil || runtime.NumCPU() < 2 {
-		// With one CPU the peer can answer only once this process stops.
+	if !mayPoll(spinners) {
 		poll = func() (pollMode, bool) { return pollWait, false }
 		spinners = new(atomic.Int32)
 	}
-	r := &blockingReader{rc: rc, poll: poll, spinners: spinners, max: int32(max(1, runtime.GOMAXPROCS(0)/2)),
-		resume: make(chan struct{}, 1)}
+	r := &blockingReader{rc: rc, poll: poll, spinners: spinners, max: maxSpinners(), resume: make(chan struct{}, 1)}
 	// Settled from the start: the worker's hello comes before any
 	// operation could kick a parked reader.
 	r.deep.Store(true)

@@ -374,7 +374,7 @@ var list = []mutant{
 	{id: "worker/waiting-reader-not-interrupted", file: "internal/worker/spin_unix.go",
 		from: `	r.rc.Control(func(fd uintptr) { syscall.Shutdown(int(fd), syscall.SHUT_RDWR) })`, to: ``, run: "^TestWaitingReaderEndsOnClose"},
 	{id: "worker/long-answer-not-polled", file: "internal/worker/conn.go",
-		from: `	case idle < spinBusy+spinLong:`, to: `	case idle < spinBusy:`, run: "^TestShouldPoll"},
+		from: `	case c.parent && ops == 1 && idle < spinBusy+spinLong:`, to: `	case c.parent && ops == 1 && idle < spinBusy:`, run: "^TestShouldPoll"},
 	{id: "worker/upload-not-retried", file: "runtime/worker_remote.go",
 		from: `		if attempt == 1 {`, to: `		if attempt == 0 {`, run: "^TestWorkerUploadThatKills"},
 	{id: "worker/slot-never-released", file: "runtime/worker_remote.go",
