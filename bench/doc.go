@@ -50,7 +50,7 @@
 //   - worker: runtime.IsolationWorkers against the in-process runtime: a
 //     sequential greet call of the C and Go packages (interleaved blocks,
 //     medians; split at the CallEvent's timestamps, beside a bare round
-//     trip to a child process), calls/s of 2×NumCPU callers on NumCPU
+//     trip to a child process; the same calls 1 ms apart), calls/s of 2×NumCPU callers on NumCPU
 //     workers, a worker's RSS after it loaded the C package and served 100
 //     calls less the package's estimate, and the next call after a SIGKILLed
 //     worker (10 kills; median and max). The workers are this program

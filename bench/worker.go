@@ -122,8 +122,8 @@ func workerLatencies(ctx context.Context, o options, t *table, inproc, wrt *runt
 // order of the sides alternating from one round to the next, each block
 // after an untimed warm-up of its own (the garbage, the pools and the
 // page faults the other side left), until each side has n timed calls or
-// the time is up.
-func interleaved(ctx context.Context, n int, limit time.Duration, sides ...func() error) ([][]time.Duration, error) {
+// the time is up. Each timed call comes pause after the one before.
+func interleaved(ctx context.Context, n int, limit, pause time.Duration, sides ...func() error) ([][]time.Duration, error) {
 	const block, warm = 25, 5
 	times := make([][]time.Duration, len(sides))
 	deadline := time.Now().Add(limit)
@@ -134,6 +134,9 @@ func interleaved(ctx context.Context, n int, limit time.Duration, sides ...func(
 				j = len(sides) - 1 - k
 			}
 			for i := -warm; i < min(block, n-len(times[j])); i++ {
+				if pause > 0 {
+					time.Sleep(pause)
+				}
 				start := time.Now()
 				if err := sides[j](); err != nil {
 					return nil, err
@@ -161,7 +164,7 @@ func workerLatency(ctx context.Context, o options, t *table, inproc, wrt *runtim
 		return fmt.Errorf("worker load: %w", err)
 	}
 	defer wp.Close(ctx)
-	times, err := interleaved(ctx, o.workerCalls, 90*time.Second, greetOnce(ctx, wp, args), greetOnce(ctx, ip, args))
+	times, err := interleaved(ctx, o.workerCalls, 90*time.Second, 0, greetOnce(ctx, wp, args), greetOnce(ctx, ip, args))
 	if err != nil {
 		return err
 	}
@@ -171,6 +174,14 @@ func workerLatency(ctx context.Context, o options, t *table, inproc, wrt *runtim
 		ratio, fmt.Sprintf("≤ %.2g×", target), ratio <= target)
 	w90, in90 := quantile(times[0], .9), quantile(times[1], .9)
 	t.add(fmt.Sprintf("  worker %s call p90 vs in-process p90", name), dur(w90), dur(in90), float64(w90)/float64(in90), "", false)
+	// Calls that do not follow each other: both processes' threads have
+	// gone to sleep, and their CPUs may have halted, in between.
+	idle, err := interleaved(ctx, max(1, o.workerCalls/2), 60*time.Second, time.Millisecond, greetOnce(ctx, wp, args), greetOnce(ctx, ip, args))
+	if err != nil {
+		return err
+	}
+	wi, ini := quantile(idle[0], .5), quantile(idle[1], .5)
+	t.add(fmt.Sprintf("  worker %s call 1 ms after the last vs in-process (medians)", name), dur(wi), dur(ini), float64(wi)/float64(ini), "", false)
 	return workerCallPhases(ctx, o, t, readOnly, name, dir, args)
 }
 

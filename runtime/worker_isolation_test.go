@@ -234,6 +234,26 @@ func processResident(t *testing.T, pid int) int64 {
 	return pages * int64(os.Getpagesize())
 }
 
+// processPeak is the most memory process pid has held (VmHWM).
+func processPeak(t *testing.T, pid int) int64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Skipf("no /proc/<pid>/status here: %v", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kib, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			if err != nil {
+				t.Fatalf("VmHWM of %d: %q: %v", pid, v, err)
+			}
+			return kib << 10
+		}
+	}
+	t.Fatalf("no VmHWM for %d", pid)
+	return 0
+}
+
 func randomHex(t *testing.T) string {
 	b := make([]byte, 12)
 	if _, err := rand.Read(b); err != nil {
@@ -429,10 +449,17 @@ func TestWorkerOverItsMemoryCeilingIsKilled(t *testing.T) {
 	t.Parallel()
 	lim := limits.Default()
 	lim.Memory = 2 << 30
-	rt := newWorkerRT(t, &lim, Config{Workers: WorkerConfig{MemoryMax: 200 << 20}})
-	pkg := load(t, rt, makePackage(t, testguest.Go(t, guests+"memhog"), nil))
+	// 150 MiB above the most a worker held to load the module: a
+	// race-built worker needs far more for the compile than a plain one
+	// (with a flat 200 MiB ceiling the load itself ended it, twice).
+	memhog := makePackage(t, testguest.Go(t, guests+"memhog"), nil)
+	probe := newWorkerRT(t, nil, Config{})
+	load(t, probe, memhog)
+	peak := processPeak(t, probe.workers.pool.Slot(0).Pid())
+	rt := newWorkerRT(t, &lim, Config{Workers: WorkerConfig{MemoryMax: peak + 150<<20}})
+	pkg := load(t, rt, memhog)
 	// Filling 1 GiB takes the guest far longer than the pool takes to see
-	// its resident set pass 200 MiB.
+	// its resident set pass the ceiling.
 	_, err := pkg.Call(context.Background(), CallRequest{Tool: "alloc", Arguments: json.RawMessage(`{"mib":1024}`)})
 	var werr *WorkerError
 	if !errors.As(err, &werr) || werr.Reason != "memory" {

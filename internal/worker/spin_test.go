@@ -29,7 +29,9 @@ func TestShouldPoll(t *testing.T) {
 		{"parent waits past spinLong more", true, 1, spinBusy + spinLong + 50*us, pollWait},
 		{"parent with nothing open", true, 0, 0, pollPark},
 		{"parent with nothing open, long", true, 0, spinBusy + spinLong + 50*us, pollPark},
-		{"parent with several open", true, 2, 0, pollWait},
+		{"parent with several open", true, 2, 0, pollYielding},
+		{"parent with several open, almost spinLong", true, 3, spinBusy + spinLong - 50*us, pollYielding},
+		{"parent with several open, past spinLong", true, 2, spinBusy + spinLong + 50*us, pollWait},
 		{"worker waits for a request", false, 0, 0, pollAgain},
 		{"worker waits for a request, long", false, 0, spinWindow - 50*us, pollAgain},
 		{"worker waits past spinWindow", false, 0, spinWindow + 50*us, pollWait},
@@ -302,8 +304,9 @@ func TestParkSeesAnOperationThatOpenedFirst(t *testing.T) {
 	}
 }
 
-// With several operations open the parent's reader waits for frames where
-// they reach it (in the kernel), never parked: nothing would kick it.
+// With several operations open the parent's reader polls (yielding), or
+// waits for frames where they reach it (in the kernel), never parked:
+// nothing would kick it.
 func TestReaderNeverParksWithOperationsOpen(t *testing.T) {
 	p := startPool(t, testConfig(""))
 	s := p.Slot(0)
@@ -324,6 +327,18 @@ func TestReaderNeverParksWithOperationsOpen(t *testing.T) {
 	}
 	if n := br.parks.Load() - parks; n != 0 {
 		t.Fatalf("the reader parked %d times with two operations open", n)
+	}
+	// Quiet past its polling: it waits in the kernel, and sees the next
+	// frame there.
+	for !br.waiting.Load() && br.parks.Load() == parks {
+		time.Sleep(time.Millisecond)
+	}
+	if n := br.parks.Load() - parks; n != 0 {
+		t.Fatalf("the reader parked %d times with two operations open", n)
+	}
+	a.Send([]byte("z"))
+	if got := recvString(t, a); got != "z" {
+		t.Fatalf("echo after the reader waited: %q", got)
 	}
 }
 
