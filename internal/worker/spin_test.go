@@ -330,7 +330,10 @@ func TestReaderNeverParksWithOperationsOpen(t *testing.T) {
 	}
 	// Quiet past its polling: it waits in the kernel, and sees the next
 	// frame there.
-	for !br.waiting.Load() && br.parks.Load() == parks {
+	for deadline := time.Now().Add(10 * time.Second); !br.waiting.Load() && br.parks.Load() == parks; {
+		if time.Now().After(deadline) {
+			t.Fatal("the reader neither waits in the kernel nor parks 10 s after the last frame")
+		}
 		time.Sleep(time.Millisecond)
 	}
 	if n := br.parks.Load() - parks; n != 0 {
