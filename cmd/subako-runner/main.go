@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -29,10 +30,38 @@ type env struct {
 }
 
 func (e *env) terminal(w io.Writer) bool {
+	if l, ok := w.(*lockedWriter); ok {
+		w = l.w
+	}
 	if e.isTerminal != nil {
 		return e.isTerminal(w)
 	}
 	return isTerminal(w)
+}
+
+// lockStderr is e with a stderr whose Writes never overlap. The command
+// writes its own lines there while the runtime's logger writes its
+// entries, some from a worker's events goroutine: the logger's lock covers
+// only its own writes.
+func (e *env) lockStderr() *env {
+	if _, ok := e.stderr.(*lockedWriter); ok {
+		return e
+	}
+	c := *e
+	c.stderr = &lockedWriter{w: e.stderr}
+	return &c
+}
+
+// lockedWriter makes each Write to w alone.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 func main() {
@@ -88,6 +117,7 @@ type usageError struct {
 func (u *usageError) Error() string { return u.msg }
 
 func mainWith(ctx context.Context, e *env, args []string) int {
+	e = e.lockStderr()
 	root := newRootCmd(ctx, e)
 	root.SetArgs(normalizeArgs(root, args))
 	err := root.ExecuteContext(ctx)
