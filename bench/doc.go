@@ -50,10 +50,10 @@
 //   - worker: runtime.IsolationWorkers against the in-process runtime: a
 //     sequential greet call of the C and Go packages (interleaved blocks,
 //     medians; split at the CallEvent's timestamps, beside a bare round
-//     trip to a child process; the same calls 1 ms apart), calls/s of 2×NumCPU callers on NumCPU
-//     workers, a worker's RSS after it loaded the C package and served 100
-//     calls less the package's estimate, and the next call after a SIGKILLed
-//     worker (10 kills; median and max). The workers are this program
+//     trip to a child process; the same calls 1 ms apart), calls/s of
+//     2×NumCPU callers on NumCPU workers, a worker's RSS after it loaded
+//     the C package and served 100 calls less the package's estimate, and
+//     the next call after a SIGKILLed worker (10 kills; median and max). The workers are this program
 //     re-executed (main calls runtime.ServeWorker first); the rows that
 //     need a worker's pid find it as this program's only child process.
 //     -worker-rows picks among latency, throughput, rss and kill.
