@@ -229,9 +229,9 @@ const (
 	settleAfter = 20 * time.Millisecond
 )
 
-// AnswerPolled is how long the parent's reader polls for the answer of an
-// operation (when it is the only one open on its worker) before it waits
-// in the kernel, where the answer's frame has to wake it.
+// AnswerPolled is how long after a channel's last frame the parent's
+// reader polls for the answers of its open operations before it waits in
+// the kernel, where an answer's frame has to wake it.
 const AnswerPolled = spinBusy + spinLong
 
 // pollMode is what a reader that found nothing to read does next.
@@ -261,12 +261,10 @@ const (
 // operation: spinBusy, then spinLong more yielding its CPU between polls,
 // so that a worker's threads never wait for it. With several operations
 // open it polls yielding from the start: the worker's threads are busy
-// with them and must have the CPU whenever they want it, but an answer
-// that had to wake the parent's reader costs the worker's CPUs the
-// wake-up (a 2-core calls/s round: 13.3k calls/s when the reader waited
-// in the kernel, 17.5k yielding, 14.5k spinning first as for one). With
-// no operation open it parks (blockingReader) and the next operation
-// kicks it. A worker polls while it waits for the next request (no
+// with them and must have the CPU whenever they want it, and an answer
+// that has to wake the parent's reader costs the worker's CPUs the
+// wake-up. With no operation open it parks (blockingReader) and the next
+// operation kicks it. A worker polls while it waits for the next request (no
 // operation open), for spinWindow after its last frame; while its
 // operations run the CPU is their handlers'.
 //
